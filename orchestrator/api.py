@@ -1,0 +1,68 @@
+"""The Python API: the same search and training the CLI runs.
+
+    from orchestrator import SearchSpec, run_search
+    result = run_search(SearchSpec(num_trials=8, epochs=3, time_weight=0.05))
+    result.trials        # every trial, a pandas DataFrame, best first
+    result.best_config   # the winner's full TrialConfig as a dict
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from orchestrator.result import SearchResult
+from orchestrator.search import run_search
+from orchestrator.spec import SearchSpec
+from trainables.config import TrialConfig
+
+
+def load_config_file(path: str | Path) -> dict[str, Any]:
+    """A best_config.json written by a search ({"name", "data", "config"}), or a flat YAML/JSON
+    mapping of trial settings. Loaded as plain data only."""
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"config file {path} does not exist")
+    try:
+        raw = json.loads(path.read_text()) if path.suffix == ".json" \
+            else yaml.safe_load(path.read_text())
+    except (json.JSONDecodeError, yaml.YAMLError) as err:
+        raise ValueError(f"config file {path} is malformed: {str(err).splitlines()[0]}") from None
+    if not isinstance(raw, dict):
+        raise ValueError(f"config file {path} must hold a mapping")
+    if "config" in raw:
+        return raw
+    return {"name": path.stem, "data": None, "config": raw}
+
+
+def train_config(path: str | Path, *, name: str | None = None, data: str | None = None,
+                 epochs: int | None = None, output_dir: str | None = None,
+                 tracking_uri: str | None = None, **spec_options: Any) -> SearchResult:
+    """Run one full training of a config (a one-trial search with nothing to sample), logged to
+    MLflow like any trial."""
+    raw = load_config_file(path)
+    config = dict(raw["config"])
+    TrialConfig.from_dict(config)  # unknown or invalid settings fail before Ray starts
+    if epochs is not None:
+        config["epochs"] = epochs
+    options: dict[str, Any] = {
+        "name": name or f"{raw.get('name') or 'config'}-train",
+        "data": data if data is not None else raw.get("data"),
+        "space": {},
+        "base": config,
+        "num_trials": 1,
+        "epochs": int(config.get("epochs", 3)),
+        "seed": int(config.get("seed", 0)),
+        **spec_options,
+    }
+    if output_dir:
+        options["output_dir"] = output_dir
+    if tracking_uri:
+        options["tracking_uri"] = tracking_uri
+    return run_search(SearchSpec(**options))
+
+
+__all__ = ["SearchResult", "SearchSpec", "load_config_file", "run_search", "train_config"]

@@ -1,0 +1,106 @@
+"""The `orchestrator` command: parses, validates, and calls the same Python API users call.
+
+    orchestrator search [--spec FILE] [--trials N] [--epochs E] [--data FILE.npz] ...
+    orchestrator train  BEST_CONFIG.json [--epochs E] [--tracking-uri URI]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+import yaml
+
+from orchestrator.api import SearchResult, SearchSpec, run_search, train_config
+from trainables.datasets import DataError
+
+KNOBS_SHOWN = 8  # knob columns printed in the console leaderboard
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one clear line, exit code 2
+        self.exit(2, f"orchestrator: error: {message} (see --help)\n")
+
+
+def _setting(text: str) -> tuple[str, Any]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"--set wants KEY=VALUE, got {text!r}")
+    return key, yaml.safe_load(value)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="orchestrator", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    s = sub.add_parser("search", help="search for the fastest config that keeps accuracy")
+    s.add_argument("--spec", help="YAML/JSON spec file; flags below override its values")
+    s.add_argument("--name", help="search name: MLflow experiment and output folder")
+    s.add_argument("--data", help=".npz with x, y (optional x_val, y_val); default: synthetic")
+    s.add_argument("--space", help="registered space name or module:function (default: default)")
+    s.add_argument("--trials", dest="num_trials", type=int, help="number of trials (default 8)")
+    s.add_argument("--epochs", type=int, help="epochs per trial (default 3)")
+    s.add_argument("--time-budget", dest="time_budget_s", type=float,
+                   help="wall-clock budget of the whole search, seconds")
+    s.add_argument("--objective", choices=["weighted", "time_to_target"])
+    s.add_argument("--time-weight", type=float,
+                   help="weighted objective: accuracy lost per doubling of time (default 0.05)")
+    s.add_argument("--reference-time", dest="reference_time_s", type=float,
+                   help="weighted objective: time with zero penalty, seconds (default 10)")
+    s.add_argument("--target", type=float, help="time_to_target objective: accuracy to reach")
+    s.add_argument("--seed", type=int)
+    s.add_argument("--cpus-per-trial", type=int)
+    s.add_argument("--max-concurrent", dest="max_concurrent_trials", type=int)
+    s.add_argument("--output-dir", help="where results go (default ./orchestrator_runs)")
+    s.add_argument("--tracking-uri", help="MLflow URI (default sqlite:///$PWD/mlflow.db)")
+    s.add_argument("--set", dest="base", action="append", type=_setting, default=[],
+                   metavar="KEY=VALUE", help="fix a trial setting, e.g. --set lr=0.01")
+
+    t = sub.add_parser("train", help="run one training with a config (e.g. best_config.json)")
+    t.add_argument("config", help="a best_config.json written by a search, or a YAML/JSON "
+                                  "mapping of trial settings")
+    t.add_argument("--name", help="MLflow experiment (default: the config's search name)")
+    t.add_argument("--data", help="override the config's data file")
+    t.add_argument("--epochs", type=int)
+    t.add_argument("--output-dir")
+    t.add_argument("--tracking-uri")
+    return parser
+
+
+def spec_from_args(args: argparse.Namespace) -> SearchSpec:
+    options = {k: v for k, v in vars(args).items()
+               if k not in ("command", "spec", "base") and v is not None}
+    if args.base:
+        options["base"] = dict(args.base)
+    if args.spec:
+        return SearchSpec.from_file(args.spec, **options)
+    return SearchSpec(**options)
+
+
+def print_summary(result: SearchResult, out=sys.stdout) -> None:
+    print(f"\nLeaderboard ({result.objective_formula})", file=out)
+    print(result.leaderboard(result.knobs[:KNOBS_SHOWN]), file=out)
+    print(f"\nsearch wall time   {result.wall_time_s:.1f} s", file=out)
+    print(f"best config        {result.best_config_path or '(no trial completed)'}", file=out)
+    print(f"leaderboard CSV    {result.leaderboard_path}", file=out)
+    print(f"MLflow store       {result.tracking_uri}  (experiment {result.experiment_name!r})",
+          file=out)
+    print(f"open it with       {result.mlflow_ui_command()}", file=out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "search":
+            result = run_search(spec_from_args(args))
+        else:
+            result = train_config(args.config, name=args.name, data=args.data,
+                                  epochs=args.epochs, output_dir=args.output_dir,
+                                  tracking_uri=args.tracking_uri)
+    except (ValueError, DataError, FileNotFoundError) as err:
+        print(f"orchestrator: error: {err}", file=sys.stderr)
+        return 2
+    print_summary(result)
+    return 0 if result.best is not None else 1

@@ -1,0 +1,74 @@
+"""SearchResult: every trial as a table, the best trial and its full config, and where things are."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from orchestrator.trial_book import TrialRecord
+
+# Statuses whose trials ran to a valid end and may be ranked as the best.
+RANKABLE = ("completed", "early_stopped")
+
+LEADERBOARD_METRICS = ["val_accuracy", "train_time_s", "samples_per_s", "objective",
+                       "fixed_cost_s"]
+
+
+def trials_table(records: list[TrialRecord], knobs: list[str]) -> pd.DataFrame:
+    """One row per trial, best first: rankable trials by objective, then the rest."""
+    rows = []
+    for rec in records:
+        row: dict[str, Any] = {"trial_id": rec.trial_id, "status": rec.status}
+        row.update({k: rec.knobs.get(k) for k in knobs})
+        row.update({k: rec.metrics.get(k, math.nan) for k in LEADERBOARD_METRICS})
+        row["epochs"] = rec.epochs
+        row["trial_wall_s"] = rec.wall_s if rec.wall_s is not None else math.nan
+        row["reason"] = rec.reason or ""
+        rows.append(row)
+    df = pd.DataFrame(rows)
+    if df.empty:
+        return df
+    df["_rankable"] = df["status"].isin(RANKABLE)
+    df = df.sort_values(["_rankable", "objective"], ascending=[False, False], na_position="last")
+    df = df.drop(columns="_rankable").reset_index(drop=True)
+    df.insert(0, "rank", range(1, len(df) + 1))
+    return df
+
+
+@dataclass
+class SearchResult:
+    name: str
+    trials: pd.DataFrame
+    """Every trial, best first (see `trials_table`)."""
+    best: dict[str, Any] | None
+    """The best rankable trial's row, or None if no trial completed."""
+    best_config: dict[str, Any] | None
+    """The best trial's complete TrialConfig, as a dict (what `orchestrator train` runs)."""
+    output_dir: str
+    best_config_path: str | None
+    leaderboard_path: str
+    tracking_uri: str
+    experiment_name: str
+    parent_run_id: str | None
+    objective_formula: str
+    wall_time_s: float
+    knobs: list[str] = field(default_factory=list)
+    """The searched knobs (the leaderboard's config columns)."""
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    def leaderboard(self, knobs: list[str] | None = None) -> str:
+        if self.trials.empty:
+            return "(no trials ran)"
+        cols = ["rank", "trial_id", "status"] + (self.knobs if knobs is None else knobs) \
+            + LEADERBOARD_METRICS
+        table = self.trials[[c for c in cols if c in self.trials.columns]].copy()
+        return table.to_string(index=False, float_format=lambda v: f"{v:,.4g}")
+
+    def mlflow_ui_command(self) -> str:
+        uri = self.tracking_uri
+        if uri.startswith(("http://", "https://")):
+            return f"open {uri} in a browser"
+        return f"mlflow ui --backend-store-uri {uri} --workers 1"

@@ -1,0 +1,122 @@
+"""The search's book of trials: a Ray Tune callback in the driver that keeps every trial's record,
+prints progress once per epoch, and forwards each event to the tracker.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from ray.tune import Callback
+
+from orchestrator.tracking import Tracker
+
+# Metrics a trial reports that are not numbers to plot, or are Tune's own bookkeeping.
+_NOT_METRICS = {
+    "epoch", "done", "status", "timestamp", "training_iteration", "time_this_iter_s",
+    "time_total_s", "time_since_restore", "iterations_since_restore", "pid",
+}
+
+
+@dataclass
+class TrialRecord:
+    trial_id: str
+    number: int
+    knobs: dict[str, Any]
+    started: float
+    ended: float | None = None
+    status: str = "running"
+    reason: str | None = None
+    metrics: dict[str, float] = field(default_factory=dict)
+    epochs: int = 0
+
+    @property
+    def wall_s(self) -> float | None:
+        return None if self.ended is None else self.ended - self.started
+
+    @property
+    def fixed_cost_s(self) -> float | None:
+        """Trial wall time that is not training or validation: Ray start-up, data, teardown."""
+        if self.wall_s is None or "train_time_s" not in self.metrics:
+            return None
+        return self.wall_s - self.metrics["train_time_s"] - self.metrics.get("eval_time_s", 0.0)
+
+
+def numeric_metrics(result: dict[str, Any]) -> dict[str, float]:
+    return {
+        k: float(v) for k, v in result.items()
+        if k not in _NOT_METRICS and isinstance(v, (int, float)) and not isinstance(v, bool)
+    }
+
+
+def _error_reason(trial) -> str:
+    path = getattr(trial, "error_file", None)
+    if path and Path(path).is_file():
+        lines = [ln for ln in Path(path).read_text(errors="replace").splitlines() if ln.strip()]
+        if lines:
+            return lines[-1].strip()
+    return str(getattr(trial, "error_msg", None) or "trial raised an error")
+
+
+class TrialBook(Callback):
+    def __init__(self, tracker: Tracker, num_trials: int, epochs: int, out: TextIO = sys.stdout):
+        self.tracker = tracker
+        self.num_trials = num_trials
+        self.epochs = epochs
+        self.out = out
+        self.records: dict[str, TrialRecord] = {}
+
+    def _print(self, line: str) -> None:
+        print(line, file=self.out, flush=True)
+
+    def _tag(self, rec: TrialRecord) -> str:
+        return f"[trial {rec.number}/{self.num_trials} {rec.trial_id}]"
+
+    def on_trial_start(self, iteration, trials, trial, **info):
+        rec = TrialRecord(trial.trial_id, len(self.records) + 1, dict(trial.config), time.time())
+        self.records[trial.trial_id] = rec
+        knobs = " ".join(f"{k}={v}" for k, v in rec.knobs.items())
+        self._print(f"{self._tag(rec)} start  {knobs}")
+        self.tracker.start_trial(rec.trial_id, rec.knobs)
+
+    def on_trial_result(self, iteration, trials, trial, result, **info):
+        rec = self.records[trial.trial_id]
+        rec.metrics = numeric_metrics(result)
+        rec.epochs = int(result.get("epoch", rec.epochs))
+        rec.status = str(result.get("status", rec.status))
+        m = rec.metrics
+        self._print(
+            f"{self._tag(rec)} epoch {rec.epochs}/{self.epochs}  "
+            f"acc {m.get('val_accuracy', 0):.3f}  loss {m.get('train_loss', float('nan')):.3f}  "
+            f"train {m.get('train_time_s', 0):.1f}s  {m.get('samples_per_s', 0):,.0f} samples/s"
+            f"  objective {m.get('objective', float('nan')):.4f}"
+        )
+        self.tracker.log_epoch(rec.trial_id, rec.metrics, step=rec.epochs)
+
+    def _finish(self, trial, status: str, reason: str | None) -> None:
+        rec = self.records.get(trial.trial_id)
+        if rec is None:  # failed before it started
+            self.on_trial_start(0, [], trial)
+            rec = self.records[trial.trial_id]
+        rec.ended, rec.status, rec.reason = time.time(), status, reason
+        if rec.fixed_cost_s is not None:
+            rec.metrics["trial_wall_s"] = rec.wall_s
+            rec.metrics["fixed_cost_s"] = rec.fixed_cost_s
+        detail = f" ({reason})" if reason else ""
+        self._print(f"{self._tag(rec)} {status} after {rec.wall_s:.1f}s wall{detail}")
+        self.tracker.end_trial(rec.trial_id, status, rec.metrics, reason)
+
+    def on_trial_complete(self, iteration, trials, trial, **info):
+        rec = self.records.get(trial.trial_id)
+        status = rec.status if rec else "failed"
+        # A trial that ends while still 'running' was stopped by the scheduler or the budget.
+        reason = None
+        if status == "running":
+            status, reason = "pruned", "stopped early by the search (scheduler or time budget)"
+        self._finish(trial, status, reason)
+
+    def on_trial_error(self, iteration, trials, trial, **info):
+        self._finish(trial, "failed", _error_reason(trial))

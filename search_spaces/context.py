@@ -1,0 +1,21 @@
+"""What a search space may depend on: the hardware a trial gets and the data's shape."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class SpaceContext:
+    use_gpu: bool = False
+    """Trials run on CUDA devices (fp16 autocast is only offered there)."""
+    cpus_per_trial: int = 2
+    """CPUs one trial's workers share: bounds the `workers` knob on CPU."""
+    gpus_per_trial: int = 1
+    """GPUs one trial may use (one per worker): bounds `workers` on GPU."""
+    image_size: int = 32
+    """Smallest spatial side of the samples: bounds `patch_size`."""
+
+    @property
+    def max_workers(self) -> int:
+        return self.gpus_per_trial if self.use_gpu else self.cpus_per_trial

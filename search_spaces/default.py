@@ -1,0 +1,34 @@
+"""The default space: the knobs the seeds argue about, bounded by what this machine can run.
+
+A space is a compute-free function SpaceContext -> {knob: Ray Tune domain}; knobs it leaves out
+take their value from the search's fixed settings.
+"""
+
+from __future__ import annotations
+
+from ray import tune
+
+from search_spaces.context import SpaceContext
+
+
+def default_space(ctx: SpaceContext) -> dict:
+    # fp16 autocast is a GPU technique: on CPU its backward pass is far slower than fp32, so
+    # it is never offered there (bf16 has native CPU kernels, avx512_bf16 / AMX).
+    precisions = ["fp32", "bf16-mixed"] + (["fp16-mixed"] if ctx.use_gpu else [])
+    workers = [w for w in (1, 2, 4, 8) if w <= ctx.max_workers]
+    patches = [p for p in (16, 20, 24, 28, 32) if p <= ctx.image_size] or [ctx.image_size]
+    return {
+        "precision": tune.choice(precisions),
+        "batch_size": tune.choice([32, 64, 128, 256]),
+        "workers": tune.choice(workers),
+        "patch_size": tune.choice(patches),
+        "width": tune.choice([0.5, 1.0, 2.0]),
+    }
+
+
+def small_space(ctx: SpaceContext) -> dict:
+    """A two-knob space for quick checks and tests."""
+    return {
+        "batch_size": tune.choice([64, 128]),
+        "width": tune.choice([0.5, 1.0]),
+    }

@@ -1,0 +1,136 @@
+"""The typed configuration of one trial: every knob the search may turn and every speed switch.
+
+A trial config is a flat dataclass so that any field can be searched by name (Ray Tune param spaces
+and MLflow params are flat). Each field documents what it changes and why it may be faster.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+PRECISIONS = ("fp32", "bf16-mixed", "fp16-mixed")
+SCHEDULES = ("onecycle", "cosine", "constant")
+LOOPS = ("optimized", "legacy")
+COMPILE_MODES = ("default", "reduce-overhead", "max-autotune")
+
+
+@dataclass(kw_only=True)
+class TrialConfig:
+    # ---- workload -------------------------------------------------------------------------------
+    workload: str = "classifier"
+    """Model family from `trainables.models.MODELS` (or a user's builder passed through the API)."""
+    width: float = 1.0
+    """Channel multiplier of the model: 0.5 halves every layer's channels (seed 003's 'filters halved')."""
+    patch_size: int = 24
+    """Side of the random square (2D) or cubic (3D) crop that the model trains on."""
+    epochs: int = 3
+    """Passes over the training set."""
+    seed: int = 0
+    """Seeds model init, crops and shuffling: two trials with the same config see the same data."""
+
+    # ---- optimisation ---------------------------------------------------------------------------
+    batch_size: int = 128
+    """Global batch size, split evenly across the data-parallel workers."""
+    lr: float = 3e-3
+    """Peak learning rate of AdamW."""
+    weight_decay: float = 1e-4
+    """AdamW weight decay."""
+    schedule: str = "onecycle"
+    """Learning-rate schedule: 'onecycle' (seed 004), 'cosine' or 'constant'. A pure function of step."""
+    accum_steps: int = 1
+    """Gradient accumulation: optimizer steps once every N micro-batches (same samples, fewer steps)."""
+    grad_clip: float | None = None
+    """Clip the global grad norm to this value (after unscaling, so fp16 clips real gradients)."""
+
+    # ---- parallelism ----------------------------------------------------------------------------
+    workers: int = 1
+    """Ray Train data-parallel workers (DDP over gloo on CPU, NCCL on GPU)."""
+    prefetch_batches: int = 2
+    """Batches the Ray Data iterator prepares ahead of the loop (its background thread)."""
+
+    # ---- speed switches -------------------------------------------------------------------------
+    loop: str = "optimized"
+    """'optimized' (every switch below) or 'legacy', the seeds' 'before' loop, for baselines."""
+    precision: str = "fp32"
+    """'fp32', 'bf16-mixed' (autocast to bf16) or 'fp16-mixed' (autocast to fp16 + GradScaler)."""
+    compile: bool = False
+    """Wrap the model in torch.compile (pays a one-off compile, reported as compile time)."""
+    compile_mode: str = "default"
+    """torch.compile mode: 'default', 'reduce-overhead' (CUDA graphs) or 'max-autotune'."""
+    channels_last: bool = False
+    """NHWC / NDHWC memory format for conv nets: the layout fast conv kernels prefer."""
+    grad_checkpointing: bool = False
+    """Recompute block activations in backward instead of storing them: less memory, more compute."""
+    cudnn_benchmark: bool = True
+    """Let cuDNN time its conv algorithms for our fixed shapes (no-op without CUDA)."""
+    pin_memory: bool = True
+    """Page-locked host batches so host-to-device copies can be non-blocking (no-op without CUDA)."""
+    zero_grad_set_to_none: bool = True
+    """Drop gradient tensors instead of writing zeros into them."""
+    sync_every: int = 0
+    """Steps between host syncs of the running loss (a NaN check); 0 means once per epoch."""
+    val_every: int = 1
+    """Validate every N epochs (and always after the last one)."""
+    early_stop_patience: int = 0
+    """Stop after this many validations without improvement of the validation metric; 0 disables."""
+
+    def __post_init__(self) -> None:
+        def need(ok: bool, message: str) -> None:
+            if not ok:
+                raise ValueError(message)
+
+        need(self.width > 0, f"width must be > 0 (got {self.width}); try 0.5, 1 or 2")
+        need(self.patch_size >= 4, f"patch_size must be >= 4 (got {self.patch_size})")
+        need(self.epochs >= 1, f"epochs must be >= 1 (got {self.epochs})")
+        need(self.batch_size >= 1, f"batch_size must be >= 1 (got {self.batch_size})")
+        need(self.lr > 0, f"lr must be > 0 (got {self.lr})")
+        need(self.workers >= 1, f"workers must be >= 1 (got {self.workers})")
+        need(
+            self.batch_size >= self.workers,
+            f"batch_size {self.batch_size} is smaller than workers {self.workers}: "
+            "each worker needs at least one sample; raise batch_size or lower workers",
+        )
+        need(self.accum_steps >= 1, f"accum_steps must be >= 1 (got {self.accum_steps})")
+        need(self.prefetch_batches >= 0, "prefetch_batches must be >= 0")
+        need(self.sync_every >= 0, "sync_every must be >= 0 (0 = once per epoch)")
+        need(self.val_every >= 1, "val_every must be >= 1")
+        need(self.early_stop_patience >= 0, "early_stop_patience must be >= 0 (0 disables it)")
+        need(self.grad_clip is None or self.grad_clip > 0, "grad_clip must be > 0 or null")
+        for name, value, allowed in (
+            ("precision", self.precision, PRECISIONS),
+            ("schedule", self.schedule, SCHEDULES),
+            ("loop", self.loop, LOOPS),
+            ("compile_mode", self.compile_mode, COMPILE_MODES),
+        ):
+            need(value in allowed, f"{name} must be one of {list(allowed)} (got {value!r})")
+
+    @property
+    def per_worker_batch(self) -> int:
+        return self.batch_size // self.workers
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def field_names(cls) -> list[str]:
+        return [f.name for f in dataclasses.fields(cls)]
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> TrialConfig:
+        """Build from a flat dict, rejecting unknown keys by name (a typo must not be ignored)."""
+        unknown = sorted(set(values) - set(cls.field_names()))
+        if unknown:
+            raise ValueError(
+                f"unknown trial setting(s) {unknown}; known settings: {cls.field_names()}"
+            )
+        return cls(**_coerce(values))
+
+
+def _coerce(values: dict[str, Any]) -> dict[str, Any]:
+    """Turn numpy scalars (what Optuna and Tune sample) into plain Python values."""
+    out = {}
+    for key, value in values.items():
+        out[key] = value.item() if hasattr(value, "item") and not isinstance(value, str) else value
+    return out

@@ -1,0 +1,229 @@
+"""The optimized training loop: one function, every speed technique a named switch.
+
+`fit` knows nothing about Ray: it gets its batches, its reporter and its all-reduce through
+`LoopIO`, so the same loop runs inside a Ray Train worker (`trainables.worker`) and in a plain
+unit test. Read it top to bottom: setup -> model -> optimizer -> epochs (train, validate, report).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import resource
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from trainables.config import TrialConfig
+from trainables.crops import center_crop, random_crop
+from trainables.models import DataMeta, build_model
+from trainables.schedules import lr_multiplier
+
+Batches = Iterable[tuple[torch.Tensor, torch.Tensor]]
+
+# Optimizer steps timed as warm-up (first kernels, allocator growth, compilation) and reported
+# apart from steady-state throughput.
+WARMUP_STEPS = 3
+
+# Trial statuses reported in metrics (the driver adds pruned / infeasible / failed).
+COMPLETED, DIVERGED, EARLY_STOPPED = "completed", "diverged", "early_stopped"
+
+
+def _identity(x):
+    return x
+
+
+@dataclass
+class LoopIO:
+    """Everything the loop needs from the outside world."""
+
+    train_batches: Callable[[int], Batches]
+    """epoch -> this worker's training batches (already on `device`)."""
+    val_batches: Callable[[], Batches]
+    """-> this worker's validation batches."""
+    steps_per_epoch: int
+    """Micro-batches per epoch on this worker (equal on every worker, or DDP would hang)."""
+    report: Callable[[dict], None] = lambda metrics: None
+    """Called once per epoch on every worker with the same, globally reduced metrics."""
+    all_reduce: Callable[[torch.Tensor], torch.Tensor] = _identity
+    """Sums a tensor over workers (identity for one process)."""
+    wrap_model: Callable[[nn.Module], nn.Module] = _identity
+    """Moves the model to its device and wraps it for data parallelism (DDP)."""
+    device: torch.device = field(default_factory=lambda: torch.device("cpu"))
+    world_size: int = 1
+    """Data-parallel workers; shards are equal, so global samples = local samples x world_size."""
+
+
+def autocast(cfg: TrialConfig, device: torch.device):
+    """Mixed precision: matmuls/convs run in bf16 or fp16, reductions stay fp32."""
+    if cfg.precision == "fp32":
+        return contextlib.nullcontext()
+    dtype = torch.bfloat16 if cfg.precision == "bf16-mixed" else torch.float16
+    return torch.autocast(device_type=device.type, dtype=dtype)
+
+
+def peak_memory_mb(device: torch.device) -> float:
+    """CUDA: peak allocated by tensors. CPU: peak resident set size of this process."""
+    if device.type == "cuda":
+        return torch.cuda.max_memory_allocated(device) / 2**20
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux reports KiB
+
+
+def _sync(device: torch.device) -> None:
+    # Timers read the host clock: wait for queued GPU work so the time is the work's time.
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def fit(cfg: TrialConfig, meta: DataMeta, io: LoopIO) -> dict:
+    """Train `cfg` and return the last reported metrics."""
+    device = io.device
+    # ---- setup ----------------------------------------------------------------------------------
+    torch.manual_seed(cfg.seed)  # same init on every worker (DDP also broadcasts it)
+    if device.type == "cuda":
+        # cuDNN times each conv algorithm once per input shape and keeps the fastest; our crops
+        # make every batch the same shape, so the search pays off from the second step.
+        torch.backends.cudnn.benchmark = cfg.cudnn_benchmark
+    crop_gen = torch.Generator().manual_seed(cfg.seed * 1000 + 1)
+    memory_format = torch.channels_last if cfg.channels_last else torch.contiguous_format
+
+    # ---- model ----------------------------------------------------------------------------------
+    model = build_model(cfg, meta).to(device, memory_format=memory_format)
+    model = io.wrap_model(model)
+    if cfg.compile:
+        # Fuses kernels; the first steps pay the compilation, reported in warmup_s.
+        model = torch.compile(model, mode=cfg.compile_mode)
+
+    # ---- optimizer, schedule, scaler --------------------------------------------------------------
+    optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    opt_steps_per_epoch = max(1, io.steps_per_epoch // cfg.accum_steps)
+    total_opt_steps = opt_steps_per_epoch * cfg.epochs
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda step: lr_multiplier(cfg.schedule, step, total_opt_steps)
+    )
+    # fp16 has a narrow exponent: scale the loss so small gradients do not flush to zero.
+    scaler = torch.amp.GradScaler(device.type, enabled=cfg.precision == "fp16-mixed")
+    no_sync = getattr(model, "no_sync", None)  # DDP: skip the all-reduce on accumulation steps
+
+    # ---- state ------------------------------------------------------------------------------------
+    train_time = eval_time = data_wait = 0.0
+    warmup_s, warm_samples, warm_time = 0.0, 0, 0.0
+    samples, opt_steps = 0, 0
+    best_acc, stale_validations = -math.inf, 0
+    metrics: dict = {}
+    val = {"val_loss": math.nan, "val_accuracy": 0.0}
+
+    for epoch in range(1, cfg.epochs + 1):
+        # ---- train one epoch ------------------------------------------------------------------------
+        model.train()
+        # The running loss stays on the device: reading it (.item()) is a host sync, paid once per
+        # `sync_every` steps or once per epoch, never per step.
+        loss_sum = torch.zeros((), device=device)
+        epoch_samples, micro = 0, 0
+        status = None
+        t_epoch = t_fetch = time.perf_counter()
+        for x, y in io.train_batches(epoch):
+            data_wait += time.perf_counter() - t_fetch
+            x = random_crop(x, cfg.patch_size, crop_gen).contiguous(memory_format=memory_format)
+            micro += 1
+            last_micro = micro % cfg.accum_steps == 0 or micro == io.steps_per_epoch
+            accumulate = no_sync() if (no_sync and not last_micro) else contextlib.nullcontext()
+            with accumulate:
+                with autocast(cfg, device):
+                    loss = F.cross_entropy(model(x), y)
+                # backward() sums into .grad, so scale each micro-batch's loss by 1/accum_steps.
+                scaler.scale(loss / cfg.accum_steps).backward()
+            if last_micro:
+                if cfg.grad_clip is not None:
+                    scaler.unscale_(optimizer)  # clip the real gradients, not the scaled ones
+                    torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+                scaler.step(optimizer)
+                scaler.update()
+                optimizer.zero_grad(set_to_none=cfg.zero_grad_set_to_none)
+                scheduler.step()
+                opt_steps += 1
+                if opt_steps == WARMUP_STEPS:
+                    _sync(device)
+                    warmup_s = time.perf_counter() - t_epoch + train_time
+                    warm_samples = samples + epoch_samples + len(y)
+            loss_sum += loss.detach()
+            epoch_samples += len(y)
+            if cfg.sync_every and micro % cfg.sync_every == 0:
+                if not math.isfinite(io.all_reduce(loss_sum.clone()).item()):
+                    status = DIVERGED
+                    break
+            t_fetch = time.perf_counter()
+        _sync(device)
+        train_time += time.perf_counter() - t_epoch
+        samples += epoch_samples
+
+        # ---- reduce across workers: one host sync per epoch ----------------------------------------
+        totals = io.all_reduce(
+            torch.stack([loss_sum.float(), torch.tensor(float(micro), device=device)])
+        ).tolist()
+        train_loss = totals[0] / max(totals[1], 1)
+        if not math.isfinite(train_loss):
+            status = DIVERGED
+
+        # ---- validate -------------------------------------------------------------------------------
+        if status is None and (epoch % cfg.val_every == 0 or epoch == cfg.epochs):
+            t_val = time.perf_counter()
+            val = _validate(model, cfg, io, memory_format)
+            eval_time += time.perf_counter() - t_val
+            if val["val_accuracy"] > best_acc:
+                best_acc, stale_validations = val["val_accuracy"], 0
+            else:
+                stale_validations += 1
+            if cfg.early_stop_patience and stale_validations >= cfg.early_stop_patience:
+                status = EARLY_STOPPED
+        done = status is not None or epoch == cfg.epochs
+        if done and status is None:
+            status = COMPLETED
+
+        steady_time = train_time - warmup_s
+        world = io.world_size
+        metrics = {
+            "epoch": epoch,
+            "train_loss": train_loss,
+            **val,
+            "best_val_accuracy": max(best_acc, 0.0),
+            "train_time_s": train_time,
+            "eval_time_s": eval_time,
+            "samples": samples * world,
+            "samples_per_s": samples * world / train_time if train_time else 0.0,
+            "steady_samples_per_s": (
+                (samples - warm_samples) * world / steady_time
+                if warmup_s and steady_time > 0 else samples * world / max(train_time, 1e-9)
+            ),
+            "warmup_s": warmup_s,
+            "data_wait_frac": data_wait / train_time if train_time else 0.0,
+            "optimizer_steps": opt_steps,
+            "lr": optimizer.param_groups[0]["lr"],
+            "peak_mem_mb": peak_memory_mb(device),
+            "status": status or "running",
+            "done": done,
+        }
+        io.report(metrics)
+        if done:
+            break
+    return metrics
+
+
+@torch.no_grad()
+def _validate(model: nn.Module, cfg: TrialConfig, io: LoopIO, memory_format) -> dict:
+    model.eval()
+    device = io.device
+    sums = torch.zeros(3, device=device)  # loss sum, correct, count: synced once at the end
+    for x, y in io.val_batches():
+        x = center_crop(x, cfg.patch_size).contiguous(memory_format=memory_format)
+        with autocast(cfg, device):
+            logits = model(x)
+        sums[0] += F.cross_entropy(logits.float(), y, reduction="sum")
+        sums[1] += (logits.argmax(1) == y).sum()
+        sums[2] += len(y)
+    loss_sum, correct, count = io.all_reduce(sums).tolist()
+    return {"val_loss": loss_sum / max(count, 1), "val_accuracy": correct / max(count, 1)}

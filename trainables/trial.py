@@ -1,0 +1,82 @@
+"""One search trial: a Ray Tune function trainable that runs a Ray Train `TorchTrainer`.
+
+This is the Ray 2.60 (Train V2) way of running Train inside Tune: the Tune function builds the
+trainer itself and passes `TuneReportCallback` in the Train RunConfig, which forwards rank 0's
+`ray.train.report` metrics to Tune. The Tune function holds no CPU of its own; the trainer's
+workers do (see `orchestrator.resources`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from trainables.config import TrialConfig
+from trainables.models import DataMeta
+
+
+@dataclass(frozen=True)
+class TrialContext:
+    """What every trial of a search shares, handed over once with `tune.with_parameters`."""
+
+    base: dict[str, Any]
+    """Fixed trial settings; the sampled knobs are laid over them."""
+    meta: DataMeta
+    n_train: int
+    cpus_per_trial: float
+    use_gpu: bool
+    storage_path: str
+    objective: Callable[[dict, dict], dict] | None = None
+    """Adds the objective value(s) to each reported metrics dict (runs in the Train controller)."""
+
+
+def trial_config(ctx: TrialContext, sampled: dict[str, Any]) -> TrialConfig:
+    return TrialConfig.from_dict({**ctx.base, **sampled})
+
+
+def _objective_report(objective: Callable[[dict], dict] | None):
+    from ray.tune.integration.ray_train import TuneReportCallback
+
+    class ObjectiveReport(TuneReportCallback):
+        """Adds the objective to every report before Tune (and so Optuna and ASHA) sees it."""
+
+        _state: dict = {}  # the objective's memory across this trial's reports
+
+        def after_report(self, run_context, metrics, checkpoint):
+            if objective is not None:
+                metrics = [objective(m, self._state) for m in metrics]
+            super().after_report(run_context, metrics, checkpoint)
+
+    return ObjectiveReport()
+
+
+def run_trial(sampled: dict[str, Any], ctx: TrialContext, datasets: dict) -> None:
+    import ray.train
+    from ray.train.torch import TorchConfig, TorchTrainer
+    from trainables.worker import loop_config, train_loop_per_worker
+
+    cfg = trial_config(ctx, sampled)
+    cpus_per_worker = ctx.cpus_per_trial / cfg.workers
+    resources = {"CPU": cpus_per_worker}
+    if ctx.use_gpu:
+        resources["GPU"] = 1
+
+    import ray.tune
+
+    trial_name = ray.tune.get_context().get_trial_name()
+    trainer = TorchTrainer(
+        train_loop_per_worker,
+        train_loop_config=loop_config(cfg, ctx.meta, ctx.n_train, cpus_per_worker),
+        torch_config=TorchConfig(backend="nccl" if ctx.use_gpu else "gloo"),
+        scaling_config=ray.train.ScalingConfig(
+            num_workers=cfg.workers, use_gpu=ctx.use_gpu, resources_per_worker=resources
+        ),
+        datasets=datasets,
+        run_config=ray.train.RunConfig(
+            name=trial_name,
+            storage_path=ctx.storage_path,
+            callbacks=[_objective_report(ctx.objective)],
+        ),
+    )
+    trainer.fit()

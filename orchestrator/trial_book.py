@@ -69,6 +69,14 @@ class TrialBook(Callback):
         self.out = out
         self.records: dict[str, TrialRecord] = {}
 
+    def __getstate__(self):
+        # Tune pickles its callbacks with the experiment state; a stream (pytest's capture, a
+        # file) cannot be pickled and is not state.
+        return {k: v for k, v in self.__dict__.items() if k != "out"}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state, out=sys.stdout)
+
     def _print(self, line: str) -> None:
         print(line, file=self.out, flush=True)
 

@@ -1,0 +1,81 @@
+"""Bad input fails before any trial starts, with one clear line and a non-zero exit code."""
+
+from __future__ import annotations
+
+import pytest
+
+from orchestrator.cli import main
+from orchestrator.spec import SearchSpec
+
+
+def test_spec_defaults_are_valid_and_round_trip():
+    spec = SearchSpec()
+    assert SearchSpec.from_dict(spec.to_dict()) == spec
+    assert spec.resolved_tracking_uri().startswith("sqlite:///")
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"num_trials": 0}, "num_trials"),
+        ({"epochs": "3"}, "epochs"),
+        ({"time_weight": -1.0}, "time_weight"),
+        ({"time_budget_s": 0}, "time_budget_s"),
+        ({"name": "bad name/with slash"}, "name"),
+        ({"data": "/no/such/file.npz"}, "does not exist"),
+        ({"base": {"lr": -1}}, "lr must be > 0"),
+        ({"base": {"learning_rate": 0.1}}, "unknown trial setting"),
+        ({"objective": "time_to_target"}, "needs a target"),
+    ],
+)
+def test_spec_validation(options, message):
+    with pytest.raises(ValueError, match=message):
+        SearchSpec(**options)
+
+
+def test_spec_file_is_loaded_safely(tmp_path):
+    good = tmp_path / "good.yaml"
+    good.write_text("name: s1\nnum_trials: 3\nspace:\n  width: [0.5, 1.0]\nbase:\n  lr: 0.01\n")
+    spec = SearchSpec.from_file(good, epochs=2)
+    assert (spec.name, spec.num_trials, spec.epochs, spec.base) == ("s1", 3, 2, {"lr": 0.01})
+
+    evil = tmp_path / "evil.yaml"
+    evil.write_text("name: !!python/object/apply:os.system ['echo hacked']\n")
+    with pytest.raises(ValueError, match="malformed"):
+        SearchSpec.from_file(evil)
+
+    typo = tmp_path / "typo.yaml"
+    typo.write_text("num_trails: 3\n")
+    with pytest.raises(ValueError, match="unknown spec option"):
+        SearchSpec.from_file(typo)
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["search", "--trails", "3"], "unrecognized arguments: --trails"),
+        (["search", "--trials", "three"], "invalid int value"),
+        (["search", "--data", "/no/such.npz"], "does not exist"),
+        (["search", "--set", "lr"], "KEY=VALUE"),
+        (["search", "--time-weight", "-0.5"], "time_weight must be >= 0"),
+        (["search", "--space", "nope"], "unknown space"),
+        (["train", "/no/such/best_config.json"], "does not exist"),
+    ],
+)
+def test_cli_bad_input_is_one_line_and_exit_2(argv, message, capsys, in_tmp):
+    with pytest.raises(SystemExit) as exit_info:
+        code = main(argv)
+        raise SystemExit(code)
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err
+    assert len(err.splitlines()) == 1, err
+    assert not (in_tmp / "mlflow.db").exists()  # nothing started, nothing recorded
+
+
+def test_cli_malformed_data_file_is_reported_before_ray(tmp_path, capsys, in_tmp):
+    bad = tmp_path / "bad.npz"
+    bad.write_bytes(b"this is not a zip file")
+    assert main(["search", "--data", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert "not a readable .npz" in err

@@ -1,0 +1,91 @@
+"""Search spaces are checked without Ray running: contents, parsing, and feasibility errors."""
+
+from __future__ import annotations
+
+import pytest
+from ray import tune
+
+from search_spaces import SpaceContext, check_space, resolve_space
+from search_spaces.parse import parse_space
+
+CPU = SpaceContext(use_gpu=False, cpus_per_trial=2, image_size=32)
+GPU = SpaceContext(use_gpu=True, gpus_per_trial=4, cpus_per_trial=16, image_size=32)
+
+
+def test_default_space_covers_the_five_knobs_and_passes_its_own_checks():
+    searched, fixed = resolve_space("default", CPU)
+    assert set(searched) == {"precision", "batch_size", "workers", "patch_size", "width"}
+    assert fixed == {}
+    check_space(searched, {}, CPU)
+
+
+def test_default_space_offers_fp16_only_on_gpu():
+    cpu, _ = resolve_space("default", CPU)
+    gpu, _ = resolve_space("default", GPU)
+    assert "fp16-mixed" not in cpu["precision"].categories
+    assert "fp16-mixed" in gpu["precision"].categories
+    assert max(cpu["workers"].categories) == 2 and max(gpu["workers"].categories) == 4
+
+
+def test_default_space_bounds_patch_size_by_the_images():
+    searched, _ = resolve_space("default", SpaceContext(image_size=20))
+    assert max(searched["patch_size"].categories) == 20
+
+
+@pytest.mark.parametrize(
+    ("space", "message"),
+    [
+        ({"patch_size": tune.choice([16, 64])}, "patch_size"),
+        ({"precision": tune.choice(["fp32", "fp16-mixed"])}, "fp16-mixed needs a CUDA GPU"),
+        ({"workers": tune.choice([1, 4])}, "knob 'workers'"),
+        ({"batch_size": tune.choice([1, 64]), "workers": tune.choice([1, 2])}, "batch_size"),
+        ({"learning_rate": tune.choice([0.1])}, "unknown knob"),
+        ({"precision": tune.choice(["fp64"])}, "precision must be one of"),
+    ],
+)
+def test_infeasible_spaces_are_refused_naming_the_knob(space, message):
+    with pytest.raises(ValueError, match=message):
+        check_space(space, {}, CPU)
+
+
+def test_fixed_settings_are_checked_too():
+    with pytest.raises(ValueError, match="patch_size"):
+        check_space({}, {"patch_size": 48}, CPU)
+
+
+def test_written_space_forms():
+    searched, fixed = parse_space({
+        "precision": ["fp32", "bf16-mixed"],
+        "lr": {"loguniform": [1e-4, 1e-2]},
+        "accum_steps": {"randint": [1, 4]},
+        "width": {"uniform": [0.5, 2.0]},
+        "epochs": 2,
+    })
+    assert fixed == {"epochs": 2}
+    assert searched["precision"].categories == ["fp32", "bf16-mixed"]
+    assert (searched["accum_steps"].lower, searched["accum_steps"].upper) == (1, 5)
+    assert searched["lr"].lower == pytest.approx(1e-4)
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ({"width": {"uniform": [2.0, 1.0]}}, "empty range"),
+        ({"width": {"choice": []}}, "non-empty list"),
+        ({"lr": {"loguniform": [0, 1]}}, "low > 0"),
+        ({"lr": {"normal": [0, 1]}}, "write one of"),
+        ({"accum_steps": {"randint": [1.5, 3]}}, "integers"),
+    ],
+)
+def test_malformed_written_spaces_are_refused(raw, message):
+    with pytest.raises(ValueError, match=message):
+        parse_space(raw)
+
+
+def test_user_space_by_module_path_and_unknown_names():
+    searched, _ = resolve_space("search_spaces.default:small_space", CPU)
+    assert set(searched) == {"batch_size", "width"}
+    with pytest.raises(ValueError, match="unknown space"):
+        resolve_space("nope", CPU)
+    with pytest.raises(ValueError, match="cannot import module"):
+        resolve_space("no_such_module:space", CPU)

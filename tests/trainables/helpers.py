@@ -1,0 +1,32 @@
+"""Run `loop.fit` without Ray on in-memory tensors (what unit tests of the loop need)."""
+
+from __future__ import annotations
+
+import torch
+
+from trainables.config import TrialConfig
+from trainables.datasets import load_npz
+from trainables.loop import LoopIO, fit
+from trainables.models import DataMeta
+
+
+def fit_local(npz_path: str, reports: list | None = None, **settings) -> dict:
+    data = load_npz(npz_path)
+    cfg = TrialConfig(**settings)
+    x, y = torch.from_numpy(data.x_train), torch.from_numpy(data.y_train)
+    xv, yv = torch.from_numpy(data.x_val), torch.from_numpy(data.y_val)
+    bs = cfg.batch_size
+
+    def train_batches(epoch):
+        order = torch.randperm(len(x), generator=torch.Generator().manual_seed(epoch))
+        for i in range(0, len(x) - bs + 1, bs):
+            yield x[order[i : i + bs]], y[order[i : i + bs]]
+
+    def val_batches():
+        for i in range(0, len(xv), 64):
+            yield xv[i : i + 64], yv[i : i + 64]
+
+    io = LoopIO(train_batches=train_batches, val_batches=val_batches,
+                steps_per_epoch=len(x) // bs,
+                report=(reports.append if reports is not None else lambda m: None))
+    return fit(cfg, DataMeta(data.in_channels, data.num_classes), io)

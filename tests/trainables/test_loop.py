@@ -1,0 +1,108 @@
+"""Each switch of the training loop does what it claims (run without Ray, on tiny data)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from torch import nn
+
+from tests.trainables.helpers import fit_local
+from trainables import models
+from trainables.config import TrialConfig
+from trainables.models import DataMeta, build_classifier
+
+TINY = dict(patch_size=12, width=0.5, batch_size=16, lr=1e-2)
+
+
+def test_loop_learns_and_reports_every_epoch(tiny_npz):
+    reports: list[dict] = []
+    final = fit_local(tiny_npz, reports, epochs=3, **TINY)
+    assert [r["epoch"] for r in reports] == [1, 2, 3]
+    assert final["status"] == "completed" and final["done"] is True
+    assert final["val_accuracy"] > 0.8  # 3 quadrant classes under noise: easy
+    assert final["train_time_s"] > 0 and final["samples_per_s"] > 0
+    assert 0 <= final["data_wait_frac"] < 1 and final["peak_mem_mb"] > 0
+    assert final["samples"] == 3 * (240 // 16) * 16
+
+
+def _autocast_probe(monkeypatch):
+    seen: list[torch.dtype] = []
+
+    def builder(cfg, meta):
+        model = build_classifier(cfg, meta)
+        first_conv = next(m for m in model.modules() if isinstance(m, nn.Conv2d))
+        first_conv.register_forward_hook(lambda mod, inp, out: seen.append(out.dtype))
+        return model
+
+    monkeypatch.setitem(models.MODELS, "probe", builder)
+    return seen
+
+
+@pytest.mark.parametrize(("precision", "dtype"), [("bf16-mixed", torch.bfloat16),
+                                                  ("fp32", torch.float32)])
+def test_autocast_dtype_inside_forward(tiny_npz, monkeypatch, precision, dtype):
+    seen = _autocast_probe(monkeypatch)
+    fit_local(tiny_npz, epochs=1, workload="probe", precision=precision, **TINY)
+    assert seen and set(seen) == {dtype}
+
+
+@pytest.mark.parametrize("accum", [1, 3])
+def test_accumulation_steps_give_the_expected_optimizer_steps(tiny_npz, accum):
+    final = fit_local(tiny_npz, epochs=2, accum_steps=accum, **TINY)
+    micro_per_epoch = 240 // 16  # 15
+    assert final["optimizer_steps"] == 2 * math.ceil(micro_per_epoch / accum)
+
+
+def test_gradient_checkpointing_stores_fewer_activations():
+    def saved_bytes(checkpointing: bool) -> int:
+        cfg = TrialConfig(grad_checkpointing=checkpointing, width=1.0)
+        model = build_classifier(cfg, DataMeta(1, 10)).train()
+        total = 0
+
+        def pack(t):
+            nonlocal total
+            total += t.numel() * t.element_size()
+            return t
+
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            model(torch.randn(8, 1, 32, 32)).sum().backward()
+        return total
+
+    plain, checkpointed = saved_bytes(False), saved_bytes(True)
+    assert checkpointed < 0.6 * plain, (plain, checkpointed)
+
+
+def test_gradient_checkpointing_gives_the_same_gradients():
+    torch.manual_seed(0)
+    x = torch.randn(4, 1, 16, 16)
+    grads = []
+    for flag in (False, True):
+        torch.manual_seed(1)
+        model = build_classifier(TrialConfig(grad_checkpointing=flag), DataMeta(1, 3)).train()
+        model(x).sum().backward()
+        grads.append(torch.cat([p.grad.flatten() for p in model.parameters()]))
+    torch.testing.assert_close(grads[0], grads[1])
+
+
+def test_early_stopping_stops(tiny_npz):
+    reports: list[dict] = []
+    # lr=0 cannot improve after the first validation, so patience 1 stops at epoch 2.
+    fit_local(tiny_npz, reports, epochs=6, early_stop_patience=1, **{**TINY, "lr": 1e-12})
+    assert reports[-1]["status"] == "early_stopped"
+    assert len(reports) == 2
+
+
+def test_divergence_is_a_status_not_a_crash(tiny_npz):
+    reports: list[dict] = []
+    final = fit_local(tiny_npz, reports, epochs=3, sync_every=2, **{**TINY, "lr": 1e6})
+    assert final["status"] == "diverged" and final["done"] is True
+    assert len(reports) < 3 or not math.isfinite(reports[-1]["train_loss"])
+
+
+def test_validate_every_n_epochs_skips_validation(tiny_npz):
+    reports: list[dict] = []
+    fit_local(tiny_npz, reports, epochs=3, val_every=2, **TINY)
+    assert reports[0]["eval_time_s"] == 0.0
+    assert reports[1]["eval_time_s"] > 0 and reports[2]["eval_time_s"] > reports[1]["eval_time_s"]

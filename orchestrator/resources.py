@@ -69,6 +69,10 @@ def init_ray() -> bool:
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     logging.getLogger("mlflow").setLevel(logging.WARNING)
     ray.data.DataContext.get_current().enable_progress_bars = False
+    # Ray Data warns "no available CPUs, the Dataset job will hang" whenever a dataset is touched
+    # while trials hold every CPU. Ours are materialized before any trial starts and need no
+    # CPU tasks afterwards, so the warning is always a false alarm here.
+    logging.getLogger("ray.data.dataset").setLevel(logging.ERROR)
     if ray.is_initialized():
         return False
     if os.environ.get("RAY_ADDRESS"):

@@ -75,6 +75,9 @@ class TrialConfig:
     """Validate every N epochs (and always after the last one)."""
     early_stop_patience: int = 0
     """Stop after this many validations without improvement of the validation metric; 0 disables."""
+    checkpoint_every: int = 1
+    """Epochs between checkpoints (model, optimizer, schedule, timers); a worker that dies resumes
+    from the last one. 0 disables. Saved outside the timed training steps."""
 
     def __post_init__(self) -> None:
         def need(ok: bool, message: str) -> None:
@@ -96,6 +99,7 @@ class TrialConfig:
         need(self.prefetch_batches >= 0, "prefetch_batches must be >= 0")
         need(self.sync_every >= 0, "sync_every must be >= 0 (0 = once per epoch)")
         need(self.val_every >= 1, "val_every must be >= 1")
+        need(self.checkpoint_every >= 0, "checkpoint_every must be >= 0 (0 disables it)")
         need(self.early_stop_patience >= 0, "early_stop_patience must be >= 0 (0 disables it)")
         need(self.grad_clip is None or self.grad_clip > 0, "grad_clip must be > 0 or null")
         for name, value, allowed in (

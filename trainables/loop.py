@@ -56,6 +56,10 @@ class LoopIO:
     device: torch.device = field(default_factory=lambda: torch.device("cpu"))
     world_size: int = 1
     """Data-parallel workers; shards are equal, so global samples = local samples x world_size."""
+    save_checkpoint: Callable[[dict, dict], None] | None = None
+    """(state, metrics) -> report the metrics with a checkpoint of `state` (replaces `report`)."""
+    load_checkpoint: Callable[[], dict | None] = lambda: None
+    """-> the last checkpoint's state after a restart, or None on a fresh start."""
 
 
 def autocast(cfg: TrialConfig, device: torch.device):
@@ -92,8 +96,11 @@ def fit(cfg: TrialConfig, meta: DataMeta, io: LoopIO) -> dict:
     memory_format = torch.channels_last if cfg.channels_last else torch.contiguous_format
 
     # ---- model ----------------------------------------------------------------------------------
-    model = build_model(cfg, meta).to(device, memory_format=memory_format)
-    model = io.wrap_model(model)
+    raw_model = build_model(cfg, meta).to(device, memory_format=memory_format)
+    resume = io.load_checkpoint()
+    if resume is not None:
+        raw_model.load_state_dict(resume["model"])  # before DDP/compile wrap their copies
+    model = io.wrap_model(raw_model)
     if cfg.compile:
         # Fuses kernels; the first steps pay the compilation, reported in warmup_s.
         model = torch.compile(model, mode=cfg.compile_mode)
@@ -109,15 +116,23 @@ def fit(cfg: TrialConfig, meta: DataMeta, io: LoopIO) -> dict:
     scaler = torch.amp.GradScaler(device.type, enabled=cfg.precision == "fp16-mixed")
     no_sync = getattr(model, "no_sync", None)  # DDP: skip the all-reduce on accumulation steps
 
-    # ---- state ------------------------------------------------------------------------------------
-    train_time = eval_time = data_wait = 0.0
-    warmup_s, warm_samples, warm_time = 0.0, 0, 0.0
-    samples, opt_steps = 0, 0
-    best_acc, stale_validations = -math.inf, 0
+    # ---- state (everything a restarted worker needs to continue where the checkpoint was) ------
+    st = {"epoch": 0, "train_time": 0.0, "eval_time": 0.0, "data_wait": 0.0, "warmup_s": 0.0,
+          "warm_samples": 0, "samples": 0, "opt_steps": 0, "best_acc": -math.inf, "stale": 0,
+          "restarts": 0, "val": {"val_loss": math.nan, "val_accuracy": 0.0}}
+    if resume is not None:
+        optimizer.load_state_dict(resume["optimizer"])
+        scheduler.load_state_dict(resume["scheduler"])
+        scaler.load_state_dict(resume["scaler"])
+        st.update(resume["state"])
+        st["restarts"] += 1
+    train_time, eval_time, data_wait = st["train_time"], st["eval_time"], st["data_wait"]
+    warmup_s, warm_samples = st["warmup_s"], st["warm_samples"]
+    samples, opt_steps = st["samples"], st["opt_steps"]
+    best_acc, stale_validations, val = st["best_acc"], st["stale"], st["val"]
     metrics: dict = {}
-    val = {"val_loss": math.nan, "val_accuracy": 0.0}
 
-    for epoch in range(1, cfg.epochs + 1):
+    for epoch in range(st["epoch"] + 1, cfg.epochs + 1):
         # ---- train one epoch ------------------------------------------------------------------------
         model.train()
         # The running loss stays on the device: reading it (.item()) is a host sync, paid once per
@@ -204,10 +219,21 @@ def fit(cfg: TrialConfig, meta: DataMeta, io: LoopIO) -> dict:
             "optimizer_steps": opt_steps,
             "lr": optimizer.param_groups[0]["lr"],
             "peak_mem_mb": peak_memory_mb(device),
+            "restarts": st["restarts"],
             "status": status or "running",
             "done": done,
         }
-        io.report(metrics)
+        if io.save_checkpoint and cfg.checkpoint_every and epoch % cfg.checkpoint_every == 0:
+            state = {"epoch": epoch, "train_time": train_time, "eval_time": eval_time,
+                     "data_wait": data_wait, "warmup_s": warmup_s, "warm_samples": warm_samples,
+                     "samples": samples, "opt_steps": opt_steps, "best_acc": best_acc,
+                     "stale": stale_validations, "restarts": st["restarts"], "val": val}
+            io.save_checkpoint({"model": raw_model.state_dict(),
+                                "optimizer": optimizer.state_dict(),
+                                "scheduler": scheduler.state_dict(),
+                                "scaler": scaler.state_dict(), "state": state}, metrics)
+        else:
+            io.report(metrics)
         if done:
             break
     return metrics

@@ -27,6 +27,8 @@ class TrialContext:
     cpus_per_trial: float
     use_gpu: bool
     storage_path: str
+    max_failures: int = 2
+    """Worker-group restarts per trial (from the last checkpoint) before the trial fails."""
     objective: Callable[[dict, dict], dict] | None = None
     """Adds the objective value(s) to each reported metrics dict (runs in the Train controller)."""
 
@@ -77,6 +79,9 @@ def run_trial(sampled: dict[str, Any], ctx: TrialContext, datasets: dict) -> Non
             name=trial_name,
             storage_path=ctx.storage_path,
             callbacks=[_objective_report(ctx.objective)],
+            failure_config=ray.train.FailureConfig(max_failures=ctx.max_failures),
+            # Only the latest checkpoint is ever resumed from.
+            checkpoint_config=ray.train.CheckpointConfig(num_to_keep=1),
         ),
     )
     trainer.fit()

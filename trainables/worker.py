@@ -7,12 +7,17 @@ the trial's TuneReportCallback.
 
 from __future__ import annotations
 
+import os
+import tempfile
+
 import torch
 
 from trainables.config import TrialConfig
 from trainables.loop import LoopIO, fit
 from trainables.models import DataMeta
 from trainables.pipeline import iter_batches
+
+CHECKPOINT_FILE = "state.pt"
 
 
 def loop_config(cfg: TrialConfig, meta: DataMeta, n_train: int, cpus_per_worker: float) -> dict:
@@ -54,6 +59,24 @@ def train_loop_per_worker(config: dict) -> dict:
             dist.all_reduce(t)
         return t
 
+    def save_checkpoint(state: dict, metrics: dict) -> None:
+        # Every rank reports (a barrier); rank 0 alone writes, the others' state is identical.
+        with tempfile.TemporaryDirectory() as tmp:
+            checkpoint = None
+            if ctx.get_world_rank() == 0:
+                torch.save(state, os.path.join(tmp, CHECKPOINT_FILE))
+                checkpoint = ray.train.Checkpoint.from_directory(tmp)
+            ray.train.report(metrics, checkpoint=checkpoint)
+
+    def load_checkpoint() -> dict | None:
+        checkpoint = ray.train.get_checkpoint()
+        if checkpoint is None:
+            return None
+        with checkpoint.as_directory() as folder:
+            # weights_only: tensors and plain values only, never arbitrary unpickling.
+            return torch.load(os.path.join(folder, CHECKPOINT_FILE), map_location=device,
+                              weights_only=True)
+
     io = LoopIO(
         train_batches=lambda epoch: batches(train_shard, drop_last=True),
         val_batches=lambda: batches(val_shard, drop_last=False),
@@ -63,5 +86,7 @@ def train_loop_per_worker(config: dict) -> dict:
         wrap_model=ray.train.torch.prepare_model,
         device=device,
         world_size=world,
+        save_checkpoint=save_checkpoint,
+        load_checkpoint=load_checkpoint,
     )
     return fit(cfg, meta, io)

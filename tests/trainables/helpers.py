@@ -10,7 +10,8 @@ from trainables.loop import LoopIO, fit
 from trainables.models import DataMeta
 
 
-def fit_local(npz_path: str, reports: list | None = None, **settings) -> dict:
+def fit_local(npz_path: str, reports: list | None = None, io_overrides: dict | None = None,
+              **settings) -> dict:
     data = load_npz(npz_path)
     cfg = TrialConfig(**settings)
     x, y = torch.from_numpy(data.x_train), torch.from_numpy(data.y_train)
@@ -28,5 +29,6 @@ def fit_local(npz_path: str, reports: list | None = None, **settings) -> dict:
 
     io = LoopIO(train_batches=train_batches, val_batches=val_batches,
                 steps_per_epoch=len(x) // bs,
-                report=(reports.append if reports is not None else lambda m: None))
+                report=(reports.append if reports is not None else lambda m: None),
+                **(io_overrides or {}))
     return fit(cfg, DataMeta(data.in_channels, data.num_classes), io)

@@ -106,3 +106,25 @@ def test_validate_every_n_epochs_skips_validation(tiny_npz):
     fit_local(tiny_npz, reports, epochs=3, val_every=2, **TINY)
     assert reports[0]["eval_time_s"] == 0.0
     assert reports[1]["eval_time_s"] > 0 and reports[2]["eval_time_s"] > reports[1]["eval_time_s"]
+
+
+def test_a_restarted_worker_resumes_from_the_last_checkpoint(tiny_npz):
+    saved: list[dict] = []
+    first: list[dict] = []
+
+    def save(state, metrics):
+        saved.append(state)
+        first.append(metrics)
+        if metrics["epoch"] == 2:
+            raise RuntimeError("worker killed")  # dies right after checkpointing epoch 2
+
+    with pytest.raises(RuntimeError, match="worker killed"):
+        fit_local(tiny_npz, epochs=4, io_overrides={"save_checkpoint": save}, **TINY)
+    resumed: list[dict] = []
+    final = fit_local(tiny_npz, epochs=4, io_overrides={
+        "save_checkpoint": lambda state, m: resumed.append(m),
+        "load_checkpoint": lambda: saved[-1]}, **TINY)
+    assert [m["epoch"] for m in resumed] == [3, 4]
+    assert final["restarts"] == 1 and final["status"] == "completed"
+    assert final["optimizer_steps"] == 4 * (240 // 16)
+    assert final["train_time_s"] > first[-1]["train_time_s"]  # timers carry over

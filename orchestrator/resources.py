@@ -79,6 +79,9 @@ def init_ray() -> bool:
         ray.init(logging_level=logging.WARNING, log_to_driver=False)
         return True
     ray.init(
+        # "local" always starts a fresh instance: never silently join a stray `ray start` head
+        # (RAY_ADDRESS is the explicit way to join a cluster).
+        address="local",
         runtime_env={"env_vars": RAY_ENV},
         logging_level=logging.WARNING,
         # Worker and Train-controller logs stay in Ray's log folder (session_latest/logs); the

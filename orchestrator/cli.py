@@ -37,7 +37,11 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("search", help="search for the fastest config that keeps accuracy")
     s.add_argument("--spec", help="YAML/JSON spec file; flags below override its values")
     s.add_argument("--name", help="search name: MLflow experiment and output folder")
-    s.add_argument("--data", help=".npz with x, y (optional x_val, y_val); default: synthetic")
+    s.add_argument("--workload", choices=["classifier", "unet3d"],
+                   help="built-in workload (default classifier)")
+    s.add_argument("--model", help="your own model builder, module:function (needs --data)")
+    s.add_argument("--data", help=".npz with x, y (optional x_val, y_val) or a folder of .npy "
+                                  "volumes; default: the workload's synthetic set")
     s.add_argument("--space", help="registered space name or module:function (default: default)")
     s.add_argument("--trials", dest="num_trials", type=int, help="number of trials (default 8)")
     s.add_argument("--epochs", type=int, help="epochs per trial (default 3)")

@@ -3,7 +3,8 @@
 An objective is called on every epoch's metrics of a trial, in order, with a per-trial `state`
 dict it may keep between calls; it returns the metrics with its value(s) added. Time is always
 `train_time_s`: the time inside the workers' training steps, without Ray start-up, data upload,
-validation or teardown.
+validation or teardown. Accuracy is `val_score`: validation accuracy for classifiers, foreground
+Dice for segmentation.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-ACCURACY, TIME = "val_accuracy", "train_time_s"
+ACCURACY, TIME = "val_score", "train_time_s"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -39,7 +40,7 @@ class WeightedObjective:
 
     @property
     def formula(self) -> str:
-        return (f"objective = val_accuracy - {self.time_weight} * "
+        return (f"objective = val_score - {self.time_weight} * "
                 f"log2(train_time_s / {self.reference_time_s})  (maximize)")
 
     def __call__(self, metrics: dict, state: dict | None = None) -> dict:
@@ -57,7 +58,7 @@ class TimeToTargetObjective:
     """MLPerf-style: training time until validation accuracy first reaches `target`.
 
     objective = -time_to_target_s               if the target was reached   (maximize)
-              = -1e6 + 1000 * best_val_accuracy  otherwise
+              = -1e6 + 1000 * best_val_score  otherwise
     so every trial that reaches the target ranks above every trial that does not, and those
     that miss are ordered by their best accuracy.
     """
@@ -74,8 +75,8 @@ class TimeToTargetObjective:
 
     @property
     def formula(self) -> str:
-        return (f"objective = -time_to_target_s (first epoch with val_accuracy >= {self.target});"
-                " trials that never reach it: -1e6 + 1000 * best_val_accuracy  (maximize)")
+        return (f"objective = -time_to_target_s (first epoch with val_score >= {self.target});"
+                " trials that never reach it: -1e6 + 1000 * best_val_score  (maximize)")
 
     def __call__(self, metrics: dict, state: dict | None = None) -> dict:
         state = {} if state is None else state

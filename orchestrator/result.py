@@ -13,7 +13,7 @@ from orchestrator.trial_book import TrialRecord
 # Statuses whose trials ran to a valid end and may be ranked as the best.
 RANKABLE = ("completed", "early_stopped")
 
-LEADERBOARD_METRICS = ["val_accuracy", "train_time_s", "samples_per_s", "objective",
+LEADERBOARD_METRICS = ["val_score", "train_time_s", "samples_per_s", "objective",
                        "fixed_cost_s"]
 
 

@@ -20,15 +20,15 @@ from orchestrator.tracking import MlflowTracker, Tracker
 from orchestrator.trial_book import TrialBook
 from search_spaces import SpaceContext, check_space, domain_values, resolve_space
 from trainables.config import TrialConfig
-from trainables.datasets import ArrayData, load_data
-from trainables.models import DataMeta
+from trainables.datasets import ArrayData
+from trainables.workloads import data_meta, workload_data
 
 
 def prepare(spec: SearchSpec, data: ArrayData, total_cpus: int, total_gpus: int):
     """Resolve and check the space against the hardware and data: every error before any trial."""
     probe_ctx = SpaceContext(use_gpu=total_gpus > 0, cpus_per_trial=spec.cpus_per_trial or
                              total_cpus, gpus_per_trial=max(total_gpus, 1),
-                             image_size=data.image_size)
+                             image_size=data.image_size, workload=spec.workload)
     searched, fixed = resolve_space(spec.space, probe_ctx)
     base = {**spec.trial_base(), **fixed}
     workers = domain_values(searched["workers"]) if "workers" in searched else \
@@ -36,7 +36,8 @@ def prepare(spec: SearchSpec, data: ArrayData, total_cpus: int, total_gpus: int)
     plan = resources.plan(total_cpus, total_gpus, cpus_per_trial=spec.cpus_per_trial,
                           max_concurrent=spec.max_concurrent_trials, max_workers=max(workers))
     ctx = SpaceContext(use_gpu=plan.use_gpu, cpus_per_trial=plan.cpus_per_trial,
-                       gpus_per_trial=max(plan.gpus_per_trial, 1), image_size=data.image_size)
+                       gpus_per_trial=max(plan.gpus_per_trial, 1), image_size=data.image_size,
+                       workload=spec.workload)
     check_space(searched, base, ctx)
     return searched, base, plan
 
@@ -60,7 +61,7 @@ def run_search(spec: SearchSpec, *, out: TextIO = sys.stdout,
 
     started = time.time()
     objective = spec.make_objective()
-    data = load_data(spec.data)  # a bad file fails here, before Ray starts
+    data = spec.arrays or workload_data(spec.workload, spec.data)  # bad files fail before Ray
     joining = ray.is_initialized() or bool(os.environ.get("RAY_ADDRESS"))
     if not joining:
         searched, base, plan = prepare(spec, data, *resources.local_resources())
@@ -90,7 +91,7 @@ def run_search(spec: SearchSpec, *, out: TextIO = sys.stdout,
         )
         datasets = to_ray_datasets(data)  # into the object store once; every trial shares it
         ctx = TrialContext(
-            base=base, meta=DataMeta(data.in_channels, data.num_classes),
+            base=base, meta=data_meta(data), model_builder=spec.resolved_model(),
             n_train=len(data.x_train), cpus_per_trial=plan.cpus_per_trial,
             use_gpu=plan.use_gpu, storage_path=str(out_dir / "train"), objective=objective,
         )

@@ -25,8 +25,14 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
 class SearchSpec:
     name: str = "default"
     """Search name: the MLflow experiment and the folder under `output_dir`."""
-    data: str | None = None
-    """Path to an .npz (`x`, `y`, optional `x_val`, `y_val`); None uses the built-in synthetic set."""
+    workload: str = "classifier"
+    """Built-in workload: 'classifier' (2D CNN) or 'unet3d' (3D segmentation)."""
+    model: str | Any | None = None
+    """Your own model: 'module:function' or (API) a function (TrialConfig, DataMeta) -> nn.Module.
+    Every switch of the loop applies to it; needs `data`."""
+    data: str | Any | None = None
+    """An .npz (`x`, `y`, optional `x_val`, `y_val`), a folder of .npy volumes, or (API) an
+    ArrayData / a dict of arrays; None uses the workload's built-in synthetic set."""
     space: str | dict | Any = "default"
     """A registered space name, 'module:function', a written dict, or a function (API only)."""
     base: dict[str, Any] = field(default_factory=dict)
@@ -59,8 +65,17 @@ class SearchSpec:
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not _NAME.match(self.name):
             raise ValueError(f"name {self.name!r} must be 1-100 letters, digits, '_', '.' or '-'")
-        if self.data is not None and not Path(self.data).is_file():
+        if isinstance(self.data, (str, Path)) and not Path(self.data).exists():
             raise ValueError(f"data file {self.data} does not exist")
+        if self.model is not None and self.data is None:
+            raise ValueError("a custom model needs its own data: pass data (an .npz, a folder "
+                             "of .npy volumes, or arrays)")
+        self.resolved_model()  # a bad module:function path fails now
+        from trainables.workloads import DEFAULT_DATA
+
+        if self.model is None and self.workload not in DEFAULT_DATA:
+            raise ValueError(f"workload must be one of {sorted(DEFAULT_DATA)} (got "
+                             f"{self.workload!r}); or pass your own model")
         for key, value, lowest in (("epochs", self.epochs, 1), ("num_trials", self.num_trials, 1)):
             if not isinstance(value, int) or isinstance(value, bool) or value < lowest:
                 raise ValueError(f"{key} must be an integer >= {lowest} (got {value!r})")
@@ -78,7 +93,27 @@ class SearchSpec:
         TrialConfig.from_dict(self.trial_base())  # unknown or invalid fixed settings fail now
 
     def trial_base(self) -> dict[str, Any]:
-        return {"epochs": self.epochs, "seed": self.seed, **self.base}
+        workload = self.workload if self.model is None else "custom"
+        return {"workload": workload, "epochs": self.epochs, "seed": self.seed, **self.base}
+
+    def resolved_model(self):
+        """The custom model builder, imported from 'module:function' if given as a path."""
+        if self.model is None or callable(self.model):
+            return self.model
+        from search_spaces import load_function
+
+        return load_function(str(self.model), "model")
+
+    @property
+    def arrays(self):
+        """In-memory data given through the API (an ArrayData or a dict of arrays), else None."""
+        from trainables.datasets import ArrayData, from_arrays
+
+        if isinstance(self.data, ArrayData):
+            return self.data
+        if isinstance(self.data, dict):
+            return from_arrays(self.data)
+        return None
 
     def make_objective(self):
         return make_objective(self.objective, time_weight=self.time_weight,
@@ -88,10 +123,13 @@ class SearchSpec:
         return self.tracking_uri or f"sqlite:///{Path.cwd() / 'mlflow.db'}"
 
     def to_dict(self) -> dict[str, Any]:
-        out = dataclasses.asdict(self)
-        if not isinstance(self.space, (str, dict)):
-            out["space"] = f"{getattr(self.space, '__module__', '?')}:" \
-                           f"{getattr(self.space, '__qualname__', repr(self.space))}"
+        """Plain data (what spec.yaml holds): objects given through the API become names."""
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        for key in ("space", "model"):
+            if out[key] is not None and not isinstance(out[key], (str, dict)):
+                out[key] = _qualname(out[key])
+        if out["data"] is not None and not isinstance(out["data"], str):
+            out["data"] = f"<in-memory {type(out['data']).__name__}>"
         return out
 
     @classmethod
@@ -120,3 +158,7 @@ class SearchSpec:
         if not isinstance(raw, dict):
             raise ValueError(f"spec file {path} must hold a mapping of option -> value")
         return cls.from_dict({**raw, **overrides})
+
+
+def _qualname(obj: Any) -> str:
+    return f"{getattr(obj, '__module__', '?')}:{getattr(obj, '__qualname__', repr(obj))}"

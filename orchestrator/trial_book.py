@@ -98,7 +98,7 @@ class TrialBook(Callback):
         m = rec.metrics
         self._print(
             f"{self._tag(rec)} epoch {rec.epochs}/{self.epochs}  "
-            f"acc {m.get('val_accuracy', 0):.3f}  loss {m.get('train_loss', float('nan')):.3f}  "
+            f"acc {m.get('val_score', 0):.3f}  loss {m.get('train_loss', float('nan')):.3f}  "
             f"train {m.get('train_time_s', 0):.1f}s  {m.get('samples_per_s', 0):,.0f} samples/s"
             f"  objective {m.get('objective', float('nan')):.4f}"
         )

@@ -12,6 +12,8 @@ from search_spaces.context import SpaceContext
 
 
 def default_space(ctx: SpaceContext) -> dict:
+    if ctx.workload == "unet3d":
+        return segmentation_space(ctx)
     # fp16 autocast is a GPU technique: on CPU its backward pass is far slower than fp32, so
     # it is never offered there (bf16 has native CPU kernels, avx512_bf16 / AMX).
     precisions = ["fp32", "bf16-mixed"] + (["fp16-mixed"] if ctx.use_gpu else [])
@@ -20,6 +22,21 @@ def default_space(ctx: SpaceContext) -> dict:
     return {
         "precision": tune.choice(precisions),
         "batch_size": tune.choice([32, 64, 128, 256]),
+        "workers": tune.choice(workers),
+        "patch_size": tune.choice(patches),
+        "width": tune.choice([0.5, 1.0, 2.0]),
+    }
+
+
+def segmentation_space(ctx: SpaceContext) -> dict:
+    """Seed 003's knobs for the 3D UNet: precision, batch, workers, patch side (a multiple of 4,
+    the UNet's two poolings), base filters."""
+    precisions = ["fp32", "bf16-mixed"] + (["fp16-mixed"] if ctx.use_gpu else [])
+    workers = [w for w in (1, 2, 4, 8) if w <= ctx.max_workers]
+    patches = [p for p in (16, 24, 32) if p <= ctx.image_size] or [ctx.image_size // 4 * 4]
+    return {
+        "precision": tune.choice(precisions),
+        "batch_size": tune.choice([2, 4, 8]),
         "workers": tune.choice(workers),
         "patch_size": tune.choice(patches),
         "width": tune.choice([0.5, 1.0, 2.0]),

@@ -49,6 +49,8 @@ class TrialConfig:
     """Ray Train data-parallel workers (DDP over gloo on CPU, NCCL on GPU)."""
     prefetch_batches: int = 2
     """Batches the Ray Data iterator prepares ahead of the loop (its background thread)."""
+    loader_workers: int = 2
+    """Legacy loop only: DataLoader worker processes (the seeds' num_workers)."""
 
     # ---- speed switches -------------------------------------------------------------------------
     loop: str = "optimized"
@@ -97,6 +99,7 @@ class TrialConfig:
         )
         need(self.accum_steps >= 1, f"accum_steps must be >= 1 (got {self.accum_steps})")
         need(self.prefetch_batches >= 0, "prefetch_batches must be >= 0")
+        need(self.loader_workers >= 0, "loader_workers must be >= 0")
         need(self.sync_every >= 0, "sync_every must be >= 0 (0 = once per epoch)")
         need(self.val_every >= 1, "val_every must be >= 1")
         need(self.checkpoint_every >= 0, "checkpoint_every must be >= 0 (0 disables it)")

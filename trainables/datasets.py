@@ -139,6 +139,18 @@ def load_npz(path: str | os.PathLike, *, val_fraction: float = 0.2, source: str 
     except (zipfile.BadZipFile, OSError, ValueError, EOFError) as err:
         raise DataError(f"{path} is not a readable .npz file ({err})") from None
 
+    return from_arrays(arrays, where=str(path), val_fraction=val_fraction,
+                       source=source or str(path))
+
+
+def from_arrays(arrays: dict[str, np.ndarray], *, where: str = "arrays",
+                val_fraction: float = 0.2, source: str | None = None) -> ArrayData:
+    """ArrayData from `x`, `y` and optional `x_val`, `y_val` arrays, validated like a file.
+
+    `x` is (N, H, W) or (N, C, H, W); `y` is (N,) integer class ids. Without `x_val`, the last
+    `val_fraction` of the samples (after a seeded shuffle) is held out.
+    """
+    path = where
     for key in ("x", "y"):
         if key not in arrays:
             raise DataError(f"{path} has no array '{key}' (found {sorted(arrays)}); "
@@ -163,10 +175,10 @@ def load_npz(path: str | os.PathLike, *, val_fraction: float = 0.2, source: str 
         x, y = x[order[:-n_val]], y[order[:-n_val]]
 
     num_classes = int(max(y.max(), y_val.max())) + 1
-    return ArrayData(x, y, x_val, y_val, num_classes, source=source or str(path))
+    return ArrayData(x, y, x_val, y_val, num_classes, source=source or where)
 
 
-def _check_pair(x: np.ndarray, y: np.ndarray, path: Path, xname: str, yname: str):
+def _check_pair(x: np.ndarray, y: np.ndarray, path, xname: str, yname: str):
     if x.ndim == 3:
         x = x[:, None]  # (N, H, W) -> one channel
     if x.ndim != 4:

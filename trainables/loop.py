@@ -15,13 +15,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from trainables.config import TrialConfig
-from trainables.crops import center_crop, random_crop
-from trainables.models import DataMeta, build_model
+from trainables.models import DataMeta, ModelBuilder, build_model
 from trainables.schedules import lr_multiplier
+from trainables.tasks import make_task
 
 Batches = Iterable[tuple[torch.Tensor, torch.Tensor]]
 
@@ -60,6 +59,9 @@ class LoopIO:
     """(state, metrics) -> report the metrics with a checkpoint of `state` (replaces `report`)."""
     load_checkpoint: Callable[[], dict | None] = lambda: None
     """-> the last checkpoint's state after a restart, or None on a fresh start."""
+    rank: int = 0
+    model_builder: ModelBuilder | None = None
+    """A user's own model builder (bring-your-own model); None uses `cfg.workload`."""
 
 
 def autocast(cfg: TrialConfig, device: torch.device):
@@ -68,6 +70,13 @@ def autocast(cfg: TrialConfig, device: torch.device):
         return contextlib.nullcontext()
     dtype = torch.bfloat16 if cfg.precision == "bf16-mixed" else torch.float16
     return torch.autocast(device_type=device.type, dtype=dtype)
+
+
+def memory_format_for(cfg: TrialConfig, meta: DataMeta) -> torch.memory_format:
+    """channels_last (NHWC) for 2D, channels_last_3d (NDHWC) for 3D, else the default."""
+    if not cfg.channels_last:
+        return torch.contiguous_format
+    return torch.channels_last_3d if meta.spatial_dims == 3 else torch.channels_last
 
 
 def peak_memory_mb(device: torch.device) -> float:
@@ -93,10 +102,11 @@ def fit(cfg: TrialConfig, meta: DataMeta, io: LoopIO) -> dict:
         # make every batch the same shape, so the search pays off from the second step.
         torch.backends.cudnn.benchmark = cfg.cudnn_benchmark
     crop_gen = torch.Generator().manual_seed(cfg.seed * 1000 + 1)
-    memory_format = torch.channels_last if cfg.channels_last else torch.contiguous_format
+    memory_format = memory_format_for(cfg, meta)
+    task = make_task(meta.task)
 
     # ---- model ----------------------------------------------------------------------------------
-    raw_model = build_model(cfg, meta).to(device, memory_format=memory_format)
+    raw_model = build_model(cfg, meta, io.model_builder).to(device, memory_format=memory_format)
     resume = io.load_checkpoint()
     if resume is not None:
         raw_model.load_state_dict(resume["model"])  # before DDP/compile wrap their copies
@@ -119,7 +129,7 @@ def fit(cfg: TrialConfig, meta: DataMeta, io: LoopIO) -> dict:
     # ---- state (everything a restarted worker needs to continue where the checkpoint was) ------
     st = {"epoch": 0, "train_time": 0.0, "eval_time": 0.0, "data_wait": 0.0, "warmup_s": 0.0,
           "warm_samples": 0, "samples": 0, "opt_steps": 0, "best_acc": -math.inf, "stale": 0,
-          "restarts": 0, "val": {"val_loss": math.nan, "val_accuracy": 0.0}}
+          "restarts": 0, "val": {"val_loss": math.nan, "val_score": 0.0}}
     if resume is not None:
         optimizer.load_state_dict(resume["optimizer"])
         scheduler.load_state_dict(resume["scheduler"])
@@ -143,13 +153,14 @@ def fit(cfg: TrialConfig, meta: DataMeta, io: LoopIO) -> dict:
         t_epoch = t_fetch = time.perf_counter()
         for x, y in io.train_batches(epoch):
             data_wait += time.perf_counter() - t_fetch
-            x = random_crop(x, cfg.patch_size, crop_gen).contiguous(memory_format=memory_format)
+            x, y = task.crop(x, y, cfg.patch_size, crop_gen)
+            x = x.contiguous(memory_format=memory_format)
             micro += 1
             last_micro = micro % cfg.accum_steps == 0 or micro == io.steps_per_epoch
             accumulate = no_sync() if (no_sync and not last_micro) else contextlib.nullcontext()
             with accumulate:
                 with autocast(cfg, device):
-                    loss = F.cross_entropy(model(x), y)
+                    loss = task.loss(model(x), y)
                 # backward() sums into .grad, so scale each micro-batch's loss by 1/accum_steps.
                 scaler.scale(loss / cfg.accum_steps).backward()
             if last_micro:
@@ -187,10 +198,15 @@ def fit(cfg: TrialConfig, meta: DataMeta, io: LoopIO) -> dict:
         # ---- validate -------------------------------------------------------------------------------
         if status is None and (epoch % cfg.val_every == 0 or epoch == cfg.epochs):
             t_val = time.perf_counter()
-            val = _validate(model, cfg, io, memory_format)
+            # The unwrapped model: no DDP collectives inside forward, so ranks may differ in work.
+            raw_model.eval()
+            val = task.validate(raw_model, io.val_batches, cfg.patch_size,
+                                lambda: autocast(cfg, device), io.all_reduce, memory_format,
+                                device, io.rank == 0)
+            model.train()
             eval_time += time.perf_counter() - t_val
-            if val["val_accuracy"] > best_acc:
-                best_acc, stale_validations = val["val_accuracy"], 0
+            if val["val_score"] > best_acc:
+                best_acc, stale_validations = val["val_score"], 0
             else:
                 stale_validations += 1
             if cfg.early_stop_patience and stale_validations >= cfg.early_stop_patience:
@@ -205,7 +221,7 @@ def fit(cfg: TrialConfig, meta: DataMeta, io: LoopIO) -> dict:
             "epoch": epoch,
             "train_loss": train_loss,
             **val,
-            "best_val_accuracy": max(best_acc, 0.0),
+            "best_val_score": max(best_acc, 0.0),
             "train_time_s": train_time,
             "eval_time_s": eval_time,
             "samples": samples * world,
@@ -237,19 +253,3 @@ def fit(cfg: TrialConfig, meta: DataMeta, io: LoopIO) -> dict:
         if done:
             break
     return metrics
-
-
-@torch.no_grad()
-def _validate(model: nn.Module, cfg: TrialConfig, io: LoopIO, memory_format) -> dict:
-    model.eval()
-    device = io.device
-    sums = torch.zeros(3, device=device)  # loss sum, correct, count: synced once at the end
-    for x, y in io.val_batches():
-        x = center_crop(x, cfg.patch_size).contiguous(memory_format=memory_format)
-        with autocast(cfg, device):
-            logits = model(x)
-        sums[0] += F.cross_entropy(logits.float(), y, reduction="sum")
-        sums[1] += (logits.argmax(1) == y).sum()
-        sums[2] += len(y)
-    loss_sum, correct, count = io.all_reduce(sums).tolist()
-    return {"val_loss": loss_sum / max(count, 1), "val_accuracy": correct / max(count, 1)}

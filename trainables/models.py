@@ -18,10 +18,13 @@ from trainables.config import TrialConfig
 
 @dataclass(frozen=True)
 class DataMeta:
-    """What a builder needs to know about the data: channels in, classes out."""
+    """What a builder and the loop need to know about the data."""
 
     in_channels: int
     num_classes: int
+    task: str = "classify"
+    """'classify' (y is one class id per sample) or 'segment' (y is a label volume)."""
+    spatial_dims: int = 2
 
 
 class CheckpointedSequential(nn.Sequential):
@@ -77,12 +80,26 @@ def build_classifier(cfg: TrialConfig, meta: DataMeta) -> nn.Module:
 
 ModelBuilder = Callable[[TrialConfig, DataMeta], nn.Module]
 
+def build_unet3d(cfg: TrialConfig, meta: DataMeta) -> nn.Module:
+    from trainables.unet3d import build_unet3d as build  # imports this module: import late
+
+    return build(cfg, meta)
+
+
 MODELS: dict[str, ModelBuilder] = {
     "classifier": build_classifier,
+    "unet3d": build_unet3d,
 }
 
 
-def build_model(cfg: TrialConfig, meta: DataMeta) -> nn.Module:
+def build_model(cfg: TrialConfig, meta: DataMeta, builder: ModelBuilder | None = None) -> nn.Module:
+    """The model for `cfg.workload`, or `builder` (a user's own) when one is given."""
+    if builder is not None:
+        model = builder(cfg, meta)
+        if not isinstance(model, nn.Module):
+            raise TypeError(f"model builder {builder!r} returned {type(model).__name__}, "
+                            "not a torch.nn.Module")
+        return model
     if cfg.workload not in MODELS:
         raise ValueError(f"unknown workload {cfg.workload!r}; known: {sorted(MODELS)}")
     return MODELS[cfg.workload](cfg, meta)

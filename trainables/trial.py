@@ -27,6 +27,8 @@ class TrialContext:
     cpus_per_trial: float
     use_gpu: bool
     storage_path: str
+    model_builder: Callable | None = None
+    """A user's own model builder (cfg, meta) -> nn.Module; None uses the config's workload."""
     max_failures: int = 2
     """Worker-group restarts per trial (from the last checkpoint) before the trial fails."""
     objective: Callable[[dict, dict], dict] | None = None
@@ -69,12 +71,15 @@ def run_trial(sampled: dict[str, Any], ctx: TrialContext, datasets: dict) -> Non
     trial_name = ray.tune.get_context().get_trial_name()
     trainer = TorchTrainer(
         train_loop_per_worker,
-        train_loop_config=loop_config(cfg, ctx.meta, ctx.n_train, cpus_per_worker),
+        train_loop_config=loop_config(cfg, ctx.meta, ctx.n_train, cpus_per_worker,
+                                      ctx.model_builder),
         torch_config=TorchConfig(backend="nccl" if ctx.use_gpu else "gloo"),
         scaling_config=ray.train.ScalingConfig(
             num_workers=cfg.workers, use_gpu=ctx.use_gpu, resources_per_worker=resources
         ),
         datasets=datasets,
+        # Only training data is sharded; rank 0 scores the whole validation set.
+        dataset_config=ray.train.DataConfig(datasets_to_split=["train"]),
         run_config=ray.train.RunConfig(
             name=trial_name,
             storage_path=ctx.storage_path,

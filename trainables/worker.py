@@ -7,6 +7,7 @@ the trial's TuneReportCallback.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import tempfile
 
@@ -20,13 +21,15 @@ from trainables.pipeline import iter_batches
 CHECKPOINT_FILE = "state.pt"
 
 
-def loop_config(cfg: TrialConfig, meta: DataMeta, n_train: int, cpus_per_worker: float) -> dict:
+def loop_config(cfg: TrialConfig, meta: DataMeta, n_train: int, cpus_per_worker: float,
+                model_builder=None) -> dict:
     """The picklable dict a TorchTrainer hands to every worker."""
     return {
         "trial": cfg.to_dict(),
-        "meta": {"in_channels": meta.in_channels, "num_classes": meta.num_classes},
+        "meta": dataclasses.asdict(meta),
         "n_train": n_train,
         "threads": max(1, int(cpus_per_worker)),
+        "model_builder": model_builder,
     }
 
 
@@ -88,5 +91,17 @@ def train_loop_per_worker(config: dict) -> dict:
         world_size=world,
         save_checkpoint=save_checkpoint,
         load_checkpoint=load_checkpoint,
+        rank=ctx.get_world_rank(),
+        model_builder=config.get("model_builder"),
     )
+    if cfg.loop == "legacy":
+        from trainables.legacy import fit_legacy
+
+        # The legacy loop reads this worker's shard into tensors and serves it through a
+        # DataLoader with worker processes, as the seeds' "before" code did.
+        parts = list(iter_batches(train_shard, batch_size=1024, prefetch_batches=0,
+                                  device=torch.device("cpu"), pin_memory=False, drop_last=False))
+        x = torch.cat([p[0] for p in parts])
+        y = torch.cat([p[1] for p in parts])
+        return fit_legacy(cfg, meta, io, x, y)
     return fit(cfg, meta, io)

@@ -33,7 +33,7 @@ def test_result_table_and_best_config(search):
     table = result.trials
     assert len(table) == 2 and list(table["rank"]) == [1, 2]
     assert set(table["status"]) == {"completed"}
-    assert {"width", "workers", "val_accuracy", "train_time_s", "samples_per_s",
+    assert {"width", "workers", "val_score", "train_time_s", "samples_per_s",
             "objective"} <= set(table.columns)
     assert table["objective"].is_monotonic_decreasing
     assert result.best["trial_id"] == table.iloc[0]["trial_id"]

@@ -11,14 +11,14 @@ from orchestrator.objective import TimeToTargetObjective, WeightedObjective, mak
 
 def test_weighted_objective_formula():
     obj = WeightedObjective(time_weight=0.05, reference_time_s=10)
-    assert obj({"val_accuracy": 0.9, "train_time_s": 10})["objective"] == pytest.approx(0.9)
-    assert obj({"val_accuracy": 0.9, "train_time_s": 20})["objective"] == pytest.approx(0.85)
-    assert obj({"val_accuracy": 0.9, "train_time_s": 5})["objective"] == pytest.approx(0.95)
+    assert obj({"val_score": 0.9, "train_time_s": 10})["objective"] == pytest.approx(0.9)
+    assert obj({"val_score": 0.9, "train_time_s": 20})["objective"] == pytest.approx(0.85)
+    assert obj({"val_score": 0.9, "train_time_s": 5})["objective"] == pytest.approx(0.95)
 
 
 def test_weighted_objective_trades_accuracy_for_time_by_the_weight():
-    slow_accurate = {"val_accuracy": 0.92, "train_time_s": 40}
-    fast_rough = {"val_accuracy": 0.88, "train_time_s": 10}
+    slow_accurate = {"val_score": 0.92, "train_time_s": 40}
+    fast_rough = {"val_score": 0.88, "train_time_s": 10}
     # 2 doublings of time cost 2 * w: with w=0.05 the fast one wins, with w=0.01 the accurate one.
     strong, weak = WeightedObjective(time_weight=0.05), WeightedObjective(time_weight=0.01)
     assert strong(fast_rough)["objective"] > strong(slow_accurate)["objective"]
@@ -31,7 +31,7 @@ def test_time_to_target_counts_the_first_epoch_that_reaches_it():
     obj = TimeToTargetObjective(target=0.8)
     state: dict = {}
     reports = [(0.5, 2.0), (0.82, 4.0), (0.79, 6.0), (0.9, 8.0)]
-    values = [obj({"val_accuracy": a, "train_time_s": t}, state) for a, t in reports]
+    values = [obj({"val_score": a, "train_time_s": t}, state) for a, t in reports]
     assert math.isnan(values[0]["time_to_target_s"])
     assert values[-1]["time_to_target_s"] == 4.0
     assert values[-1]["objective"] == -4.0
@@ -39,9 +39,9 @@ def test_time_to_target_counts_the_first_epoch_that_reaches_it():
 
 def test_time_to_target_ranks_misses_below_every_hit_and_by_accuracy():
     obj = TimeToTargetObjective(target=0.8)
-    slow_hit = obj({"val_accuracy": 0.81, "train_time_s": 5000.0}, {})["objective"]
-    good_miss = obj({"val_accuracy": 0.79, "train_time_s": 1.0}, {})["objective"]
-    bad_miss = obj({"val_accuracy": 0.30, "train_time_s": 1.0}, {})["objective"]
+    slow_hit = obj({"val_score": 0.81, "train_time_s": 5000.0}, {})["objective"]
+    good_miss = obj({"val_score": 0.79, "train_time_s": 1.0}, {})["objective"]
+    bad_miss = obj({"val_score": 0.30, "train_time_s": 1.0}, {})["objective"]
     assert slow_hit > good_miss > bad_miss
 
 

@@ -32,3 +32,16 @@ def fit_local(npz_path: str, reports: list | None = None, io_overrides: dict | N
                 report=(reports.append if reports is not None else lambda m: None),
                 **(io_overrides or {}))
     return fit(cfg, DataMeta(data.in_channels, data.num_classes), io)
+
+
+def fit_legacy_local(npz_path: str, reports: list | None = None, **settings) -> dict:
+    from trainables.legacy import fit_legacy
+
+    data = load_npz(npz_path)
+    cfg = TrialConfig(loop="legacy", **settings)
+    xv, yv = torch.from_numpy(data.x_val), torch.from_numpy(data.y_val)
+    io = LoopIO(train_batches=lambda epoch: iter(()), val_batches=lambda: [(xv, yv)],
+                steps_per_epoch=0,
+                report=(reports.append if reports is not None else lambda m: None))
+    return fit_legacy(cfg, DataMeta(data.in_channels, data.num_classes), io,
+                      torch.from_numpy(data.x_train), torch.from_numpy(data.y_train))

@@ -128,3 +128,33 @@ def test_a_restarted_worker_resumes_from_the_last_checkpoint(tiny_npz):
     assert final["restarts"] == 1 and final["status"] == "completed"
     assert final["optimizer_steps"] == 4 * (240 // 16)
     assert final["train_time_s"] > first[-1]["train_time_s"]  # timers carry over
+
+
+def test_legacy_and_optimized_loops_reach_comparable_accuracy(tiny_npz):
+    from tests.trainables.helpers import fit_legacy_local
+
+    settings = dict(epochs=3, **TINY)
+    optimized = fit_local(tiny_npz, **settings)
+    legacy = fit_legacy_local(tiny_npz, loader_workers=1, **settings)
+    assert legacy["status"] == optimized["status"] == "completed"
+    assert legacy["optimizer_steps"] == optimized["optimizer_steps"]
+    assert abs(legacy["val_accuracy"] - optimized["val_accuracy"]) <= 0.1
+    assert optimized["val_accuracy"] > 0.8
+
+
+def test_segmentation_task_learns_and_reports_dice():
+    from trainables.loop import LoopIO, fit
+    from trainables.volumes import synthetic_volumes
+    from trainables.workloads import data_meta
+
+    data = synthetic_volumes(n_train=1, n_val=1, size=48)
+    x, y = torch.from_numpy(data.x_train), torch.from_numpy(data.y_train)
+    xv, yv = torch.from_numpy(data.x_val), torch.from_numpy(data.y_val)
+    cfg = TrialConfig(workload="unet3d", epochs=2, patch_size=16, width=0.5, batch_size=2)
+    reports: list[dict] = []
+    io = LoopIO(train_batches=lambda e: ((x[i:i + 2], y[i:i + 2]) for i in range(0, len(x) - 1, 2)),
+                val_batches=lambda: [(xv, yv)], steps_per_epoch=len(x) // 2, report=reports.append)
+    final = fit(cfg, data_meta(data), io)
+    assert final["status"] == "completed"
+    assert 0 < final["val_dice"] <= 1 and 0 < final["val_iou"] <= final["val_dice"]
+    assert final["val_score"] == final["val_dice"]

@@ -1,0 +1,91 @@
+"""The legacy 'before' loop, as the seeds describe it, kept so every speedup has a baseline.
+
+Same model, data, optimizer and schedule as `loop.fit`, but with the habits the seeds removed:
+fp32 only, a torch DataLoader with worker processes over in-memory data (seed 000/002), blocking
+host-to-device copies, `zero_grad()` writing zeros, a per-batch tqdm progress bar, and two
+`.item()` host syncs per batch (seed 001). Do not "fix" anything here: it is the control group.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+from tqdm import tqdm
+
+from trainables.config import TrialConfig
+from trainables.loop import COMPLETED, DIVERGED, LoopIO, peak_memory_mb
+from trainables.models import DataMeta, build_model
+from trainables.schedules import lr_multiplier
+from trainables.tasks import make_task
+
+
+def fit_legacy(cfg: TrialConfig, meta: DataMeta, io: LoopIO, x: torch.Tensor,
+               y: torch.Tensor) -> dict:
+    """Train on this worker's samples `x`, `y` (CPU tensors) the legacy way."""
+    device = io.device
+    torch.manual_seed(cfg.seed)
+    task = make_task(meta.task)
+    raw_model = build_model(cfg, meta, io.model_builder).to(device)
+    model = io.wrap_model(raw_model)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    loader = DataLoader(
+        TensorDataset(x, y), batch_size=cfg.per_worker_batch, shuffle=True, drop_last=True,
+        num_workers=cfg.loader_workers, persistent_workers=False,
+        generator=torch.Generator().manual_seed(cfg.seed),
+    )
+    total_steps = max(1, len(loader)) * cfg.epochs
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda step: lr_multiplier(cfg.schedule, step, total_steps))
+    crop_gen = torch.Generator().manual_seed(cfg.seed * 1000 + 1)
+
+    train_time = eval_time = 0.0
+    samples = steps = 0
+    metrics: dict = {}
+    for epoch in range(1, cfg.epochs + 1):
+        model.train()
+        losses: list[float] = []
+        t0 = time.perf_counter()
+        pbar = tqdm(loader, desc=f"epoch {epoch}", leave=False, mininterval=0)
+        for xb, yb in pbar:
+            xb, yb = xb.to(device), yb.to(device)  # blocking copies
+            xb, yb = task.crop(xb, yb, cfg.patch_size, crop_gen)
+            optimizer.zero_grad()  # writes zeros into every .grad
+            loss = task.loss(model(xb), yb)
+            loss.backward()
+            optimizer.step()
+            scheduler.step()
+            losses.append(loss.item())  # host sync #1
+            pbar.set_postfix(loss=f"{loss.item():.4f}")  # host sync #2, same value
+            samples += len(yb)
+            steps += 1
+        pbar.close()
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        train_time += time.perf_counter() - t0
+        train_loss = sum(losses) / max(len(losses), 1)
+
+        t_val = time.perf_counter()
+        raw_model.eval()
+        val = task.validate(raw_model, io.val_batches, cfg.patch_size,
+                            torch.autograd.grad_mode.no_grad, io.all_reduce,
+                            torch.contiguous_format, device, io.rank == 0)
+        eval_time += time.perf_counter() - t_val
+        status = DIVERGED if not math.isfinite(train_loss) else None
+        done = status is not None or epoch == cfg.epochs
+        metrics = {
+            "epoch": epoch, "train_loss": train_loss, **val,
+            "train_time_s": train_time, "eval_time_s": eval_time,
+            "samples": samples * io.world_size,
+            "samples_per_s": samples * io.world_size / train_time if train_time else 0.0,
+            "steady_samples_per_s": samples * io.world_size / train_time if train_time else 0.0,
+            "warmup_s": 0.0, "data_wait_frac": math.nan, "optimizer_steps": steps,
+            "lr": optimizer.param_groups[0]["lr"], "peak_mem_mb": peak_memory_mb(device),
+            "restarts": 0, "status": (status or COMPLETED) if done else "running", "done": done,
+        }
+        io.report(metrics)
+        if done:
+            break
+    return metrics

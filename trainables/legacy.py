@@ -8,6 +8,7 @@ host-to-device copies, `zero_grad()` writing zeros, a per-batch tqdm progress ba
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 
@@ -22,20 +23,57 @@ from trainables.schedules import lr_multiplier
 from trainables.tasks import make_task
 
 
+# Techniques the ablation benchmark may turn on one at a time; none are on in `loop: legacy`.
+TECHNIQUES = ("in_memory", "no_host_sync", "bf16", "channels_last", "compile", "set_to_none")
+
+
+def _in_memory_batches(x, y, batch: int, seed: int):
+    """Seeded randperm + index over tensors already in memory: no loader processes, no IPC."""
+    gen = torch.Generator().manual_seed(seed)
+
+    class Batches:
+        def __len__(self):
+            return len(x) // batch
+
+        def __iter__(self):
+            order = torch.randperm(len(x), generator=gen)
+            for i in range(0, len(x) - batch + 1, batch):
+                yield x[order[i : i + batch]], y[order[i : i + batch]]
+
+    return Batches()
+
+
 def fit_legacy(cfg: TrialConfig, meta: DataMeta, io: LoopIO, x: torch.Tensor,
-               y: torch.Tensor) -> dict:
-    """Train on this worker's samples `x`, `y` (CPU tensors) the legacy way."""
+               y: torch.Tensor, enable: frozenset[str] = frozenset()) -> dict:
+    """Train on this worker's samples `x`, `y` (CPU tensors) the legacy way.
+
+    `enable` turns single techniques on (benchmarks/loop_speedup.py's ablation); empty is the
+    faithful baseline.
+    """
+    unknown = set(enable) - set(TECHNIQUES)
+    if unknown:
+        raise ValueError(f"unknown techniques {sorted(unknown)}; known: {TECHNIQUES}")
     device = io.device
     torch.manual_seed(cfg.seed)
     task = make_task(meta.task)
-    raw_model = build_model(cfg, meta, io.model_builder).to(device)
+    fmt = torch.channels_last if "channels_last" in enable and x.ndim == 4 else \
+        torch.channels_last_3d if "channels_last" in enable else torch.contiguous_format
+    raw_model = build_model(cfg, meta, io.model_builder).to(device, memory_format=fmt)
     model = io.wrap_model(raw_model)
+    if "compile" in enable:
+        model = torch.compile(model)
     optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
-    loader = DataLoader(
-        TensorDataset(x, y), batch_size=cfg.per_worker_batch, shuffle=True, drop_last=True,
-        num_workers=cfg.loader_workers, persistent_workers=False,
-        generator=torch.Generator().manual_seed(cfg.seed),
-    )
+    if "in_memory" in enable:
+        loader = _in_memory_batches(x, y, cfg.per_worker_batch, cfg.seed)
+    else:
+        loader = DataLoader(
+            TensorDataset(x, y), batch_size=cfg.per_worker_batch, shuffle=True, drop_last=True,
+            num_workers=cfg.loader_workers, persistent_workers=False,
+            generator=torch.Generator().manual_seed(cfg.seed),
+        )
+    sync = "no_host_sync" not in enable
+    autocast = (lambda: torch.autocast(device.type, dtype=torch.bfloat16)) if "bf16" in enable \
+        else contextlib.nullcontext
     total_steps = max(1, len(loader)) * cfg.epochs
     scheduler = torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda step: lr_multiplier(cfg.schedule, step, total_steps))
@@ -47,31 +85,36 @@ def fit_legacy(cfg: TrialConfig, meta: DataMeta, io: LoopIO, x: torch.Tensor,
     for epoch in range(1, cfg.epochs + 1):
         model.train()
         losses: list[float] = []
+        loss_sum = torch.zeros((), device=device)
         t0 = time.perf_counter()
-        pbar = tqdm(loader, desc=f"epoch {epoch}", leave=False, mininterval=0)
+        pbar = tqdm(loader, desc=f"epoch {epoch}", leave=False, mininterval=0) if sync else loader
         for xb, yb in pbar:
             xb, yb = xb.to(device), yb.to(device)  # blocking copies
             xb, yb = task.crop(xb, yb, cfg.patch_size, crop_gen)
-            optimizer.zero_grad()  # writes zeros into every .grad
-            loss = task.loss(model(xb), yb)
+            optimizer.zero_grad(set_to_none="set_to_none" in enable)  # legacy: writes zeros
+            with autocast():
+                loss = task.loss(model(xb.contiguous(memory_format=fmt)), yb)
             loss.backward()
             optimizer.step()
             scheduler.step()
-            losses.append(loss.item())  # host sync #1
-            pbar.set_postfix(loss=f"{loss.item():.4f}")  # host sync #2, same value
+            if sync:
+                losses.append(loss.item())  # host sync #1
+                pbar.set_postfix(loss=f"{loss.item():.4f}")  # host sync #2, same value
+            else:
+                loss_sum += loss.detach()
             samples += len(yb)
             steps += 1
-        pbar.close()
+        if sync:
+            pbar.close()
         if device.type == "cuda":
             torch.cuda.synchronize(device)
         train_time += time.perf_counter() - t0
-        train_loss = sum(losses) / max(len(losses), 1)
+        train_loss = sum(losses) / max(len(losses), 1) if sync else loss_sum.item() / max(len(loader), 1)
 
         t_val = time.perf_counter()
         raw_model.eval()
-        val = task.validate(raw_model, io.val_batches, cfg.patch_size,
-                            torch.autograd.grad_mode.no_grad, io.all_reduce,
-                            torch.contiguous_format, device, io.rank == 0)
+        val = task.validate(raw_model, io.val_batches, cfg.patch_size, autocast, io.all_reduce,
+                            fmt, device, io.rank == 0)
         eval_time += time.perf_counter() - t_val
         status = DIVERGED if not math.isfinite(train_loss) else None
         done = status is not None or epoch == cfg.epochs

@@ -57,7 +57,7 @@ def run_search(spec: SearchSpec, *, out: TextIO = sys.stdout,
     from ray.tune.search.optuna import OptunaSearch
 
     from trainables.pipeline import to_ray_datasets
-    from trainables.trial import TrialContext, run_trial
+    from trainables.trial import TrialContext, run_trial, trial_resources
 
     started = time.time()
     objective = spec.make_objective()
@@ -94,13 +94,10 @@ def run_search(spec: SearchSpec, *, out: TextIO = sys.stdout,
             base=base, meta=data_meta(data), model_builder=spec.resolved_model(),
             n_train=len(data.x_train), cpus_per_trial=plan.cpus_per_trial,
             use_gpu=plan.use_gpu, storage_path=str(out_dir / "train"), objective=objective,
+            always_use_worker_group=spec.always_use_worker_group,
         )
         trainable = tune.with_resources(
-            tune.with_parameters(run_trial, ctx=ctx, datasets=datasets),
-            # The Tune function only waits on its TorchTrainer, whose workers hold the CPUs;
-            # {"cpu": 0} alone is rejected, hence the token memory request.
-            {"cpu": 0, "memory": 1},
-        )
+            tune.with_parameters(run_trial, ctx=ctx, datasets=datasets), trial_resources(ctx))
         searcher = None
         if searched:
             sampler = TPESampler(seed=spec.seed, n_startup_trials=max(3, spec.num_trials // 4))
@@ -117,9 +114,14 @@ def run_search(spec: SearchSpec, *, out: TextIO = sys.stdout,
                 num_samples=spec.num_trials,
                 max_concurrent_trials=plan.max_concurrent_trials,
                 time_budget_s=spec.time_budget_s,
+                # Reuse a finished trial's actor for the next in-process trial: torch, the
+                # model code and Ray Data are already imported there.
+                reuse_actors=True,
             ),
             run_config=tune.RunConfig(
                 name=spec.name, storage_path=str(out_dir.parent), verbose=0,
+                # In-process trials restart from their last checkpoint after a crash.
+                failure_config=tune.FailureConfig(max_failures=2),
                 # result.json per trial (what Tune's ResultGrid reads), nothing heavier.
                 callbacks=[book, JsonLoggerCallback()],
             ),

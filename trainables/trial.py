@@ -2,8 +2,12 @@
 
 This is the Ray 2.60 (Train V2) way of running Train inside Tune: the Tune function builds the
 trainer itself and passes `TuneReportCallback` in the Train RunConfig, which forwards rank 0's
-`ray.train.report` metrics to Tune. The Tune function holds no CPU of its own; the trainer's
-workers do (see `orchestrator.resources`).
+`ray.train.report` metrics to Tune. The Tune function then holds no CPU of its own; the
+trainer's workers do.
+
+A single-worker trial runs the same loop on the same Ray Data pipeline in the Tune trial process
+instead (`in_process`): a worker group of one buys nothing but ~10 s of start-up and teardown.
+Its Tune actor then holds the trial's CPUs (`trial_resources`).
 """
 
 from __future__ import annotations
@@ -31,6 +35,8 @@ class TrialContext:
     """A user's own model builder (cfg, meta) -> nn.Module; None uses the config's workload."""
     max_failures: int = 2
     """Worker-group restarts per trial (from the last checkpoint) before the trial fails."""
+    always_use_worker_group: bool = False
+    """Run single-worker trials through a TorchTrainer too (slower start, same training)."""
     objective: Callable[[dict, dict], dict] | None = None
     """Adds the objective value(s) to each reported metrics dict (runs in the Train controller)."""
 
@@ -39,13 +45,35 @@ def trial_config(ctx: TrialContext, sampled: dict[str, Any]) -> TrialConfig:
     return TrialConfig.from_dict({**ctx.base, **sampled})
 
 
+def in_process(ctx: TrialContext, cfg: TrialConfig) -> bool:
+    return cfg.workers == 1 and not ctx.always_use_worker_group
+
+
+def trial_resources(ctx: TrialContext) -> Callable[[dict], Any]:
+    """Tune resources of a trial's own actor: the trial's CPUs (and GPU) when it trains in
+    process, else a token (its TorchTrainer's workers reserve the real resources)."""
+    from ray.tune.execution.placement_groups import PlacementGroupFactory
+
+    def resources(sampled: dict) -> PlacementGroupFactory:
+        if in_process(ctx, trial_config(ctx, sampled)):
+            bundle = {"CPU": ctx.cpus_per_trial, **({"GPU": 1} if ctx.use_gpu else {})}
+        else:
+            # {"CPU": 0} alone is rejected, hence the token memory request.
+            bundle = {"CPU": 0, "memory": 1}
+        return PlacementGroupFactory([bundle])
+
+    return resources
+
+
 def _objective_report(objective: Callable[[dict], dict] | None):
     from ray.tune.integration.ray_train import TuneReportCallback
 
     class ObjectiveReport(TuneReportCallback):
         """Adds the objective to every report before Tune (and so Optuna and ASHA) sees it."""
 
-        _state: dict = {}  # the objective's memory across this trial's reports
+        def __init__(self):
+            super().__init__()
+            self._state: dict = {}  # the objective's memory across this trial's reports
 
         def after_report(self, run_context, metrics, checkpoint):
             if objective is not None:
@@ -58,10 +86,14 @@ def _objective_report(objective: Callable[[dict], dict] | None):
 def run_trial(sampled: dict[str, Any], ctx: TrialContext, datasets: dict) -> None:
     import ray.train
     from ray.train.torch import TorchConfig, TorchTrainer
-    from trainables.worker import loop_config, train_loop_per_worker
+    from trainables.worker import loop_config, run_in_tune, train_loop_per_worker
 
     cfg = trial_config(ctx, sampled)
     cpus_per_worker = ctx.cpus_per_trial / cfg.workers
+    if in_process(ctx, cfg):
+        config = loop_config(cfg, ctx.meta, ctx.n_train, cpus_per_worker, ctx.model_builder)
+        run_in_tune(config, datasets, ctx.objective, ctx.use_gpu)
+        return
     resources = {"CPU": cpus_per_worker}
     if ctx.use_gpu:
         resources["GPU"] = 1

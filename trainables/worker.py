@@ -1,8 +1,10 @@
-"""The Ray Train side: one worker process of a trial, adapting `loop.fit` to Ray.
+"""Where a trial's loop runs: adapts `loop.fit` to a Ray session.
 
-Runs on every data-parallel worker. Batches come from this worker's Ray Data shard; metrics go
-out through `ray.train.report` (every rank must call it: it is a barrier) and reach Tune through
-the trial's TuneReportCallback.
+Two sessions run the same code:
+* a Ray Train worker (`train_loop_per_worker`): one of `workers` data-parallel processes, with its
+  dataset shard, `ray.train.report` (every rank must call it: it is a barrier) and checkpoints;
+* the Tune trial process itself (`run_in_tune`), for single-worker trials: same data pipeline,
+  same loop, no worker group to start (saves most of a trial's fixed cost).
 """
 
 from __future__ import annotations
@@ -10,6 +12,9 @@ from __future__ import annotations
 import dataclasses
 import os
 import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -23,7 +28,7 @@ CHECKPOINT_FILE = "state.pt"
 
 def loop_config(cfg: TrialConfig, meta: DataMeta, n_train: int, cpus_per_worker: float,
                 model_builder=None) -> dict:
-    """The picklable dict a TorchTrainer hands to every worker."""
+    """The picklable dict handed to every worker."""
     return {
         "trial": cfg.to_dict(),
         "meta": dataclasses.asdict(meta),
@@ -33,28 +38,37 @@ def loop_config(cfg: TrialConfig, meta: DataMeta, n_train: int, cpus_per_worker:
     }
 
 
-def train_loop_per_worker(config: dict) -> dict:
-    import ray.train
-    import ray.train.torch
+@dataclass
+class Session:
+    """What the loop needs from Ray, whichever process it runs in."""
+
+    world_size: int
+    rank: int
+    device: torch.device
+    train: Any
+    """This worker's training data: a Ray Data shard (DataIterator) or Dataset."""
+    val: Any
+    report: Callable[[dict, Any], None]
+    """(metrics, checkpoint or None) -> None."""
+    get_checkpoint: Callable[[], Any]
+    checkpoint_cls: Any
+
+
+def run(config: dict, session: Session) -> dict:
     import torch.distributed as dist
 
     cfg = TrialConfig.from_dict(config["trial"])
     meta = DataMeta(**config["meta"])
     # Each worker owns `threads` cores; more intra-op threads than cores only adds contention.
     torch.set_num_threads(config["threads"])
-    ctx = ray.train.get_context()
-    world = ctx.get_world_size()
-    device = ray.train.torch.get_device()
-
-    train_shard = ray.train.get_dataset_shard("train")
-    val_shard = ray.train.get_dataset_shard("val")
+    world, device = session.world_size, session.device
     batch = cfg.per_worker_batch
     # drop_last keeps every step's shape fixed (cuDNN benchmark, compile) and every worker's step
     # count equal (a DDP requirement).
     steps = config["n_train"] // world // batch
 
-    def batches(shard, drop_last):
-        return iter_batches(shard, batch_size=batch, prefetch_batches=cfg.prefetch_batches,
+    def batches(data, drop_last):
+        return iter_batches(data, batch_size=batch, prefetch_batches=cfg.prefetch_batches,
                             device=device, pin_memory=cfg.pin_memory, drop_last=drop_last)
 
     def all_reduce(t: torch.Tensor) -> torch.Tensor:
@@ -66,13 +80,13 @@ def train_loop_per_worker(config: dict) -> dict:
         # Every rank reports (a barrier); rank 0 alone writes, the others' state is identical.
         with tempfile.TemporaryDirectory() as tmp:
             checkpoint = None
-            if ctx.get_world_rank() == 0:
+            if session.rank == 0:
                 torch.save(state, os.path.join(tmp, CHECKPOINT_FILE))
-                checkpoint = ray.train.Checkpoint.from_directory(tmp)
-            ray.train.report(metrics, checkpoint=checkpoint)
+                checkpoint = session.checkpoint_cls.from_directory(tmp)
+            session.report(metrics, checkpoint)
 
     def load_checkpoint() -> dict | None:
-        checkpoint = ray.train.get_checkpoint()
+        checkpoint = session.get_checkpoint()
         if checkpoint is None:
             return None
         with checkpoint.as_directory() as folder:
@@ -80,18 +94,23 @@ def train_loop_per_worker(config: dict) -> dict:
             return torch.load(os.path.join(folder, CHECKPOINT_FILE), map_location=device,
                               weights_only=True)
 
+    wrap = _identity
+    if world > 1:
+        import ray.train.torch
+
+        wrap = ray.train.torch.prepare_model
     io = LoopIO(
-        train_batches=lambda epoch: batches(train_shard, drop_last=True),
-        val_batches=lambda: batches(val_shard, drop_last=False),
+        train_batches=lambda epoch: batches(session.train, drop_last=True),
+        val_batches=lambda: batches(session.val, drop_last=False),
         steps_per_epoch=steps,
-        report=lambda metrics: ray.train.report(metrics),
+        report=lambda metrics: session.report(metrics, None),
         all_reduce=all_reduce,
-        wrap_model=ray.train.torch.prepare_model,
+        wrap_model=wrap,
         device=device,
         world_size=world,
         save_checkpoint=save_checkpoint,
         load_checkpoint=load_checkpoint,
-        rank=ctx.get_world_rank(),
+        rank=session.rank,
         model_builder=config.get("model_builder"),
     )
     if cfg.loop == "legacy":
@@ -99,9 +118,51 @@ def train_loop_per_worker(config: dict) -> dict:
 
         # The legacy loop reads this worker's shard into tensors and serves it through a
         # DataLoader with worker processes, as the seeds' "before" code did.
-        parts = list(iter_batches(train_shard, batch_size=1024, prefetch_batches=0,
+        parts = list(iter_batches(session.train, batch_size=1024, prefetch_batches=0,
                                   device=torch.device("cpu"), pin_memory=False, drop_last=False))
         x = torch.cat([p[0] for p in parts])
         y = torch.cat([p[1] for p in parts])
         return fit_legacy(cfg, meta, io, x, y)
     return fit(cfg, meta, io)
+
+
+def _identity(model):
+    return model
+
+
+def train_loop_per_worker(config: dict) -> dict:
+    """Ray Train entry point: one data-parallel worker."""
+    import ray.train
+    import ray.train.torch
+
+    ctx = ray.train.get_context()
+    device = ray.train.torch.get_device()
+    session = Session(
+        world_size=ctx.get_world_size(), rank=ctx.get_world_rank(), device=device,
+        train=ray.train.get_dataset_shard("train"), val=ray.train.get_dataset_shard("val"),
+        report=lambda metrics, checkpoint: ray.train.report(metrics, checkpoint=checkpoint),
+        get_checkpoint=ray.train.get_checkpoint, checkpoint_cls=ray.train.Checkpoint,
+    )
+    return run(config, session)
+
+
+def run_in_tune(config: dict, datasets: dict, objective: Callable[[dict, dict], dict] | None,
+                use_gpu: bool) -> dict:
+    """A single-worker trial inside the Tune trial process: same pipeline and loop, reported
+    through `ray.tune.report`, checkpointed through Tune (its FailureConfig restarts it)."""
+    import ray.tune
+
+    state: dict = {}
+
+    def report(metrics: dict, checkpoint) -> None:
+        ray.tune.report(objective(metrics, state) if objective else metrics,
+                        checkpoint=checkpoint)
+
+    device = torch.device("cuda", 0) if use_gpu and torch.cuda.is_available() else \
+        torch.device("cpu")
+    session = Session(
+        world_size=1, rank=0, device=device, train=datasets["train"], val=datasets["val"],
+        report=report, get_checkpoint=ray.tune.get_checkpoint,
+        checkpoint_cls=ray.tune.Checkpoint,
+    )
+    return run(config, session)

@@ -47,13 +47,19 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--epochs", type=int, help="epochs per trial (default 3)")
     s.add_argument("--time-budget", dest="time_budget_s", type=float,
                    help="wall-clock budget of the whole search, seconds")
-    s.add_argument("--objective", choices=["weighted", "time_to_target"])
+    s.add_argument("--objective", choices=["weighted", "time_to_target", "pareto"])
     s.add_argument("--time-weight", type=float,
                    help="weighted objective: accuracy lost per doubling of time (default 0.05)")
     s.add_argument("--reference-time", dest="reference_time_s", type=float,
                    help="weighted objective: time with zero penalty, seconds (default 10)")
     s.add_argument("--target", type=float, help="time_to_target objective: accuracy to reach")
     s.add_argument("--seed", type=int)
+    s.add_argument("--early-stopping", action="store_true", default=None,
+                   help="ASHA early stopping (scalar objectives)")
+    s.add_argument("--grace-period", type=int, help="ASHA: epochs before a trial may stop")
+    s.add_argument("--reduction-factor", type=int, help="ASHA: keep the top 1/N per rung")
+    s.add_argument("--warm-start", help="'seeds' (the seed write-ups' settings) or a JSON list "
+                                        "of knob mappings to try first")
     s.add_argument("--cpus-per-trial", type=int)
     s.add_argument("--max-concurrent", dest="max_concurrent_trials", type=int)
     s.add_argument("--output-dir", help="where results go (default ./orchestrator_runs)")
@@ -75,6 +81,8 @@ def build_parser() -> argparse.ArgumentParser:
 def spec_from_args(args: argparse.Namespace) -> SearchSpec:
     options = {k: v for k, v in vars(args).items()
                if k not in ("command", "spec", "base") and v is not None}
+    if options.get("warm_start", "seeds") != "seeds":
+        options["warm_start"] = yaml.safe_load(options["warm_start"])
     if args.base:
         options["base"] = dict(args.base)
     if args.spec:
@@ -88,6 +96,7 @@ def print_summary(result: SearchResult, out=sys.stdout) -> None:
     print(f"\nsearch wall time   {result.wall_time_s:.1f} s", file=out)
     print(f"best config        {result.best_config_path or '(no trial completed)'}", file=out)
     print(f"leaderboard CSV    {result.leaderboard_path}", file=out)
+    print(f"Pareto set CSV     {result.pareto_path}", file=out)
     print(f"MLflow store       {result.tracking_uri}  (experiment {result.experiment_name!r})",
           file=out)
     print(f"open it with       {result.mlflow_ui_command()}", file=out)

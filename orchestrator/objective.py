@@ -14,6 +14,24 @@ from dataclasses import dataclass, field
 
 ACCURACY, TIME = "val_score", "train_time_s"
 
+# A trial that diverged or could not run scores below anything a real trial can score, so
+# Optuna learns to avoid its region (TPE ranks values; the size of the gap does not matter).
+FAILED_SCORE = -1e9
+FAILED_STATUSES = ("diverged", "infeasible")
+
+
+def projected_time(metrics: dict) -> float:
+    """Training time projected to the planned epochs: a trial stopped early (or reporting an
+    intermediate epoch) is compared as if it had run to the end, so stopping early can never
+    make a configuration look faster than it is. Accuracy is not projected (it only grows), so a
+    partial result can only look worse than the finished one."""
+    t = max(float(metrics[TIME]), 1e-6)
+    epoch, planned = metrics.get("epoch"), metrics.get("epochs_planned")
+    # A trial that ended early on its own (early stopping, done=True) really took this time.
+    if epoch and planned and epoch < planned and not metrics.get("done"):
+        t *= planned / epoch
+    return t
+
 
 @dataclass(frozen=True, kw_only=True)
 class WeightedObjective:
@@ -44,7 +62,9 @@ class WeightedObjective:
                 f"log2(train_time_s / {self.reference_time_s})  (maximize)")
 
     def __call__(self, metrics: dict, state: dict | None = None) -> dict:
-        t = max(float(metrics[TIME]), 1e-6)
+        if metrics.get("status") in FAILED_STATUSES:
+            return {**metrics, "objective": FAILED_SCORE}
+        t = projected_time(metrics)
         value = float(metrics[ACCURACY]) - self.time_weight * math.log2(t / self.reference_time_s)
         return {**metrics, "objective": value}
 
@@ -79,6 +99,8 @@ class TimeToTargetObjective:
                 " trials that never reach it: -1e6 + 1000 * best_val_score  (maximize)")
 
     def __call__(self, metrics: dict, state: dict | None = None) -> dict:
+        if metrics.get("status") in FAILED_STATUSES:
+            return {**metrics, "objective": FAILED_SCORE, "time_to_target_s": math.nan}
         state = {} if state is None else state
         if "reached_at" not in state and float(metrics[ACCURACY]) >= self.target:
             state["reached_at"] = float(metrics[TIME])
@@ -90,8 +112,32 @@ class TimeToTargetObjective:
                 "time_to_target_s": reached if reached is not None else math.nan}
 
 
-OBJECTIVES = ("weighted", "time_to_target")
-Objective = WeightedObjective | TimeToTargetObjective
+@dataclass(frozen=True, kw_only=True)
+class ParetoObjective:
+    """Two objectives, no weights: maximize val_score, minimize train_time_s. The search
+    returns the non-dominated set (no other trial is both more accurate and faster).
+
+    Early stopping is off in this mode (ASHA needs one number to rank by), and Optuna is told
+    each trial's final epoch only, so a half-trained trial can never sit on the front.
+    `objective` (for sorting the table) is val_score.
+    """
+
+    name: str = field(default="pareto", init=False)
+    metric = [ACCURACY, TIME]
+    mode = ["max", "min"]
+
+    @property
+    def formula(self) -> str:
+        return "pareto: maximize val_score, minimize train_time_s (non-dominated set)"
+
+    def __call__(self, metrics: dict, state: dict | None = None) -> dict:
+        if metrics.get("status") in FAILED_STATUSES:
+            return {**metrics, "objective": FAILED_SCORE, ACCURACY: 0.0}
+        return {**metrics, "objective": float(metrics[ACCURACY])}
+
+
+OBJECTIVES = ("weighted", "time_to_target", "pareto")
+Objective = WeightedObjective | TimeToTargetObjective | ParetoObjective
 
 
 def make_objective(name: str, *, time_weight: float = 0.05, reference_time_s: float = 10.0,
@@ -102,4 +148,6 @@ def make_objective(name: str, *, time_weight: float = 0.05, reference_time_s: fl
         if target is None:
             raise ValueError("objective 'time_to_target' needs a target accuracy (--target 0.8)")
         return TimeToTargetObjective(target=target)
+    if name == "pareto":
+        return ParetoObjective()
     raise ValueError(f"unknown objective {name!r}; choose one of {list(OBJECTIVES)}")

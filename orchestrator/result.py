@@ -8,6 +8,7 @@ from typing import Any
 
 import pandas as pd
 
+from orchestrator.pareto import pareto_mask
 from orchestrator.trial_book import TrialRecord
 
 # Statuses whose trials ran to a valid end and may be ranked as the best.
@@ -32,6 +33,12 @@ def trials_table(records: list[TrialRecord], knobs: list[str]) -> pd.DataFrame:
     if df.empty:
         return df
     df["_rankable"] = df["status"].isin(RANKABLE)
+    # The non-dominated set among trials that ran to a valid end.
+    df["pareto"] = False
+    ok = df.index[df["_rankable"] & df["val_score"].notna() & df["train_time_s"].notna()]
+    if len(ok):
+        df.loc[ok, "pareto"] = pareto_mask(df.loc[ok, "val_score"].tolist(),
+                                           df.loc[ok, "train_time_s"].tolist())
     df = df.sort_values(["_rankable", "objective"], ascending=[False, False], na_position="last")
     df = df.drop(columns="_rankable").reset_index(drop=True)
     df.insert(0, "rank", range(1, len(df) + 1))
@@ -50,6 +57,8 @@ class SearchResult:
     output_dir: str
     best_config_path: str | None
     leaderboard_path: str
+    pareto_path: str
+    """The non-dominated trials (accuracy vs time) as CSV."""
     tracking_uri: str
     experiment_name: str
     parent_run_id: str | None
@@ -63,7 +72,7 @@ class SearchResult:
         if self.trials.empty:
             return "(no trials ran)"
         cols = ["rank", "trial_id", "status"] + (self.knobs if knobs is None else knobs) \
-            + LEADERBOARD_METRICS
+            + LEADERBOARD_METRICS + ["pareto"]
         table = self.trials[[c for c in cols if c in self.trials.columns]].copy()
         return table.to_string(index=False, float_format=lambda v: f"{v:,.4g}")
 

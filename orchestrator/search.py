@@ -19,6 +19,7 @@ from orchestrator.spec import SearchSpec
 from orchestrator.tracking import MlflowTracker, Tracker
 from orchestrator.trial_book import TrialBook
 from search_spaces import SpaceContext, check_space, domain_values, resolve_space
+from search_spaces.warm_start import warm_start_points
 from trainables.config import TrialConfig
 from trainables.datasets import ArrayData
 from trainables.workloads import data_meta, workload_data
@@ -39,6 +40,7 @@ def prepare(spec: SearchSpec, data: ArrayData, total_cpus: int, total_gpus: int)
                        gpus_per_trial=max(plan.gpus_per_trial, 1), image_size=data.image_size,
                        workload=spec.workload)
     check_space(searched, base, ctx)
+    warm_start_points(spec.warm_start, searched, base)  # a bad point fails before any trial
     return searched, base, plan
 
 
@@ -47,14 +49,28 @@ def describe_space(searched: dict) -> dict[str, Any]:
             for k, v in searched.items()}
 
 
+def make_searcher(spec: SearchSpec, objective, searched: dict, base: dict):
+    """Optuna through Ray Tune: seeded TPE, or seeded NSGA-II for a Pareto search."""
+    from optuna.samplers import NSGAIISampler, TPESampler
+    from ray.tune.search.optuna import OptunaSearch
+
+    if isinstance(objective.metric, list):
+        sampler = NSGAIISampler(seed=spec.seed, population_size=max(4, spec.num_trials // 3))
+    else:
+        sampler = TPESampler(seed=spec.seed, n_startup_trials=max(3, spec.num_trials // 4))
+    return OptunaSearch(metric=objective.metric, mode=objective.mode, sampler=sampler,
+                        seed=spec.seed,
+                        points_to_evaluate=warm_start_points(spec.warm_start, searched, base)
+                        or None)
+
+
 def run_search(spec: SearchSpec, *, out: TextIO = sys.stdout,
                tracker: Tracker | None = None) -> SearchResult:
     """Run a whole search and return its result. The CLI is a thin layer over this."""
     import ray
-    from optuna.samplers import TPESampler
     from ray import tune
     from ray.tune.logger import JsonLoggerCallback
-    from ray.tune.search.optuna import OptunaSearch
+    from ray.tune.schedulers import ASHAScheduler
 
     from trainables.pipeline import to_ray_datasets
     from trainables.trial import TrialContext, run_trial, trial_resources
@@ -98,19 +114,22 @@ def run_search(spec: SearchSpec, *, out: TextIO = sys.stdout,
         )
         trainable = tune.with_resources(
             tune.with_parameters(run_trial, ctx=ctx, datasets=datasets), trial_resources(ctx))
-        searcher = None
-        if searched:
-            sampler = TPESampler(seed=spec.seed, n_startup_trials=max(3, spec.num_trials // 4))
-            searcher = OptunaSearch(metric=objective.metric, mode=objective.mode,
-                                    sampler=sampler, seed=spec.seed)
+        searcher = make_searcher(spec, objective, searched, base) if searched else None
+        scheduler = None
+        if spec.early_stopping:
+            scheduler = ASHAScheduler(
+                metric=objective.metric, mode=objective.mode, time_attr="training_iteration",
+                max_t=spec.epochs, grace_period=spec.grace_period,
+                reduction_factor=spec.reduction_factor)
         book = TrialBook(tracker, spec.num_trials, spec.epochs, out=out)
         tuner = tune.Tuner(
             trainable,
             param_space=searched,
             tune_config=tune.TuneConfig(
                 search_alg=searcher,
-                metric=None if searcher else objective.metric,
-                mode=None if searcher else objective.mode,
+                scheduler=scheduler,
+                # metric/mode live on the searcher and scheduler (TuneConfig rejects the lists
+                # of a Pareto search); a one-config run has neither and ranks by itself.
                 num_samples=spec.num_trials,
                 max_concurrent_trials=plan.max_concurrent_trials,
                 time_budget_s=spec.time_budget_s,
@@ -150,10 +169,16 @@ def _finish(spec, searched, base, book, tracker, objective, out_dir, started) ->
              "metrics": {k: v for k, v in best_rec.metrics.items()}}, indent=2, default=float))
     leaderboard_path = out_dir / "leaderboard.csv"
     table.to_csv(leaderboard_path, index=False)
+    pareto_path = out_dir / "pareto.csv"
+    front = table[table["pareto"]] if not table.empty else table
+    front.to_csv(pareto_path, index=False)
+    on_front = set(front["trial_id"]) if not front.empty else set()
 
-    tags = {rid: {"best_trial": str(best is not None and rid == best["trial_id"]).lower()}
+    tags = {rid: {"best_trial": str(best is not None and rid == best["trial_id"]).lower(),
+                  "pareto": str(rid in on_front).lower()}
             for rid in book.records}
-    artifacts = {"leaderboard.csv": leaderboard_path.read_text()}
+    artifacts = {"leaderboard.csv": leaderboard_path.read_text(),
+                 "pareto.csv": pareto_path.read_text()}
     if best_path:
         artifacts["best_config.json"] = best_path.read_text()
     wall = time.time() - started
@@ -163,7 +188,8 @@ def _finish(spec, searched, base, book, tracker, objective, out_dir, started) ->
     return SearchResult(
         name=spec.name, trials=table, best=best, best_config=best_config,
         output_dir=str(out_dir), best_config_path=str(best_path) if best_path else None,
-        leaderboard_path=str(leaderboard_path), tracking_uri=tracker.location,
+        leaderboard_path=str(leaderboard_path), pareto_path=str(pareto_path),
+        tracking_uri=tracker.location,
         experiment_name=spec.name, parent_run_id=tracker.parent_run_id,
         objective_formula=objective.formula, wall_time_s=wall, knobs=knobs,
     )

@@ -53,6 +53,16 @@ class SearchSpec:
     """time_to_target objective: the validation accuracy to reach."""
     seed: int = 0
     """Seeds the sampler and every trial."""
+    early_stopping: bool = False
+    """ASHA: stop trials whose objective trails their peers at the same epoch (scalar
+    objectives only; pruned trials are compared at projected full-run time)."""
+    grace_period: int = 1
+    """ASHA: epochs every trial runs before it may be stopped."""
+    reduction_factor: int = 2
+    """ASHA: keep the top 1/reduction_factor of trials at each rung."""
+    warm_start: str | list | None = None
+    """Configs tried first (Optuna learns from them): a list of knob dicts, or 'seeds' for the
+    settings the seed write-ups recommend, limited to the searched knobs."""
     cpus_per_trial: int | None = None
     """CPUs one trial's workers share; default: all CPUs of the Ray cluster (fair timing)."""
     max_concurrent_trials: int | None = None
@@ -91,6 +101,19 @@ class SearchSpec:
         if self.objective not in OBJECTIVES:
             raise ValueError(f"objective must be one of {list(OBJECTIVES)} (got {self.objective!r})")
         self.make_objective()  # validates weight / target
+        if self.grace_period < 1 or self.reduction_factor < 2:
+            raise ValueError("grace_period must be >= 1 and reduction_factor >= 2 "
+                             f"(got {self.grace_period}, {self.reduction_factor})")
+        if self.early_stopping and self.objective == "pareto":
+            raise ValueError("early_stopping needs a scalar objective (weighted or "
+                             "time_to_target); pareto compares finished trials only")
+        if self.early_stopping and self.grace_period >= self.epochs:
+            raise ValueError(f"grace_period {self.grace_period} leaves nothing to stop with "
+                             f"{self.epochs} epochs; lower it or raise epochs")
+        if self.warm_start is not None and self.warm_start != "seeds" and not (
+                isinstance(self.warm_start, list)
+                and all(isinstance(p, dict) for p in self.warm_start)):
+            raise ValueError("warm_start must be 'seeds' or a list of {knob: value} mappings")
         if not isinstance(self.base, dict):
             raise ValueError("base must be a mapping of trial setting -> value")
         TrialConfig.from_dict(self.trial_base())  # unknown or invalid fixed settings fail now

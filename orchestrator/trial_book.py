@@ -95,6 +95,8 @@ class TrialBook(Callback):
         rec.metrics = numeric_metrics(result)
         rec.epochs = int(result.get("epoch", rec.epochs))
         rec.status = str(result.get("status", rec.status))
+        if result.get("reason"):
+            rec.reason = str(result["reason"])
         m = rec.metrics
         self._print(
             f"{self._tag(rec)} epoch {rec.epochs}/{self.epochs}  "
@@ -121,10 +123,13 @@ class TrialBook(Callback):
         rec = self.records.get(trial.trial_id)
         status = rec.status if rec else "failed"
         # A trial that ends while still 'running' was stopped by the scheduler or the budget.
-        reason = None
+        reason = rec.reason if rec else None
         if status == "running":
             status, reason = "pruned", "stopped early by the search (scheduler or time budget)"
         self._finish(trial, status, reason)
 
     def on_trial_error(self, iteration, trials, trial, **info):
-        self._finish(trial, "failed", _error_reason(trial))
+        reason = _error_reason(trial)
+        # Out of memory in a multi-worker trial surfaces as a worker-group error.
+        infeasible = any(s in reason for s in ("OutOfMemoryError", "out of memory"))
+        self._finish(trial, "infeasible" if infeasible else "failed", reason)

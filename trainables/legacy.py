@@ -119,7 +119,7 @@ def fit_legacy(cfg: TrialConfig, meta: DataMeta, io: LoopIO, x: torch.Tensor,
         status = DIVERGED if not math.isfinite(train_loss) else None
         done = status is not None or epoch == cfg.epochs
         metrics = {
-            "epoch": epoch, "train_loss": train_loss, **val,
+            "epoch": epoch, "epochs_planned": cfg.epochs, "train_loss": train_loss, **val,
             "train_time_s": train_time, "eval_time_s": eval_time,
             "samples": samples * io.world_size,
             "samples_per_s": samples * io.world_size / train_time if train_time else 0.0,

@@ -219,6 +219,7 @@ def fit(cfg: TrialConfig, meta: DataMeta, io: LoopIO) -> dict:
         world = io.world_size
         metrics = {
             "epoch": epoch,
+            "epochs_planned": cfg.epochs,
             "train_loss": train_loss,
             **val,
             "best_val_score": max(best_acc, 0.0),
@@ -239,6 +240,8 @@ def fit(cfg: TrialConfig, meta: DataMeta, io: LoopIO) -> dict:
             "status": status or "running",
             "done": done,
         }
+        if status == DIVERGED:
+            metrics["reason"] = f"loss became NaN or inf in epoch {epoch} ({cfg.precision})"
         if io.save_checkpoint and cfg.checkpoint_every and epoch % cfg.checkpoint_every == 0:
             state = {"epoch": epoch, "train_time": train_time, "eval_time": eval_time,
                      "data_wait": data_wait, "warmup_s": warmup_s, "warm_samples": warm_samples,

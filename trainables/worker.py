@@ -113,6 +113,21 @@ def run(config: dict, session: Session) -> dict:
         rank=session.rank,
         model_builder=config.get("model_builder"),
     )
+    try:
+        return _fit(cfg, meta, io, session)
+    except (torch.OutOfMemoryError, MemoryError) as err:
+        if world > 1:
+            raise  # the other ranks wait in a collective: fail the group, the driver records it
+        # Out of memory is a property of the configuration, not a crash: record it as
+        # infeasible (with the reason) so the search learns to avoid the region and goes on.
+        metrics = {"epoch": 0, "epochs_planned": cfg.epochs, "val_score": 0.0,
+                   "train_time_s": 0.0, "status": "infeasible", "done": True,
+                   "reason": f"out of memory: {str(err).splitlines()[0][:300]}"}
+        session.report(metrics, None)
+        return metrics
+
+
+def _fit(cfg: TrialConfig, meta: DataMeta, io: LoopIO, session: Session) -> dict:
     if cfg.loop == "legacy":
         from trainables.legacy import fit_legacy
 

@@ -58,3 +58,34 @@ def test_bad_objective_options(kwargs, message):
     name = kwargs.pop("name")
     with pytest.raises(ValueError, match=message):
         make_objective(name, **kwargs)
+
+
+def test_intermediate_results_are_compared_at_projected_full_run_time():
+    obj = WeightedObjective(time_weight=0.05, reference_time_s=10)
+    halfway = obj({"val_score": 0.8, "train_time_s": 5, "epoch": 1, "epochs_planned": 2})
+    finished = obj({"val_score": 0.8, "train_time_s": 10, "epoch": 2, "epochs_planned": 2,
+                    "done": True})
+    assert halfway["objective"] == pytest.approx(finished["objective"])
+    # A trial that stopped itself early (early stopping) really was that fast.
+    stopped = obj({"val_score": 0.8, "train_time_s": 5, "epoch": 1, "epochs_planned": 2,
+                   "done": True})
+    assert stopped["objective"] > finished["objective"]
+
+
+@pytest.mark.parametrize("status", ["diverged", "infeasible"])
+def test_failed_trials_score_below_everything(status):
+    from orchestrator.objective import FAILED_SCORE, ParetoObjective
+
+    bad = {"val_score": 0.9, "train_time_s": 0.1, "status": status}
+    for obj in (WeightedObjective(), TimeToTargetObjective(target=0.5), ParetoObjective()):
+        assert obj(bad, {})["objective"] == FAILED_SCORE
+    assert ParetoObjective()(bad)["val_score"] == 0.0
+
+
+def test_pareto_mask():
+    from orchestrator.pareto import pareto_mask
+
+    scores = [0.9, 0.8, 0.85, 0.7, 0.9]
+    times = [10.0, 5.0, 12.0, 6.0, 10.0]
+    # 0.85@12 is beaten by 0.9@10; 0.7@6 by 0.8@5; equal points do not dominate each other.
+    assert pareto_mask(scores, times) == [True, True, False, False, True]

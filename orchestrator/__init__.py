@@ -4,7 +4,14 @@ Ray Train runs each trial, Ray Tune + Optuna search the knobs against a combined
 objective, MLflow records every trial.
 """
 
-from orchestrator.api import SearchResult, SearchSpec, load_config_file, run_search, train_config
+from orchestrator.api import (
+    SearchResult,
+    SearchSpec,
+    load_config_file,
+    resume_search,
+    run_search,
+    train_config,
+)
 from orchestrator.objective import TimeToTargetObjective, WeightedObjective, make_objective
 from orchestrator.tracking import MlflowTracker, NullTracker, Tracker
 
@@ -18,6 +25,7 @@ __all__ = [
     "WeightedObjective",
     "load_config_file",
     "make_objective",
+    "resume_search",
     "run_search",
     "train_config",
 ]

@@ -65,4 +65,20 @@ def train_config(path: str | Path, *, name: str | None = None, data: str | None 
     return run_search(SearchSpec(**options))
 
 
-__all__ = ["SearchResult", "SearchSpec", "load_config_file", "run_search", "train_config"]
+def resume_search(path: str | Path, **kwargs: Any) -> SearchResult:
+    """Continue a search whose driver was killed: `path` is its folder (output_dir/name)."""
+    from orchestrator.search import STATE_FILE
+
+    state_path = Path(path) / STATE_FILE
+    if not state_path.is_file():
+        raise ValueError(f"{path} is not a search folder (no {STATE_FILE}); pass "
+                         "output_dir/name of the search to resume")
+    state = json.loads(state_path.read_text())
+    if state.get("finished"):
+        raise ValueError(f"the search in {path} already finished; start a new one instead")
+    spec = SearchSpec.from_dict({**state["spec"], "tracking_uri": state.get("tracking_uri")})
+    return run_search(spec, resume=True, **kwargs)
+
+
+__all__ = ["SearchResult", "SearchSpec", "load_config_file", "resume_search", "run_search",
+           "train_config"]

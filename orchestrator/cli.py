@@ -1,6 +1,7 @@
 """The `orchestrator` command: parses, validates, and calls the same Python API users call.
 
     orchestrator search [--spec FILE] [--trials N] [--epochs E] [--data FILE.npz] ...
+    orchestrator resume OUTPUT_DIR/NAME
     orchestrator train  BEST_CONFIG.json [--epochs E] [--tracking-uri URI]
 """
 
@@ -12,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from orchestrator.api import SearchResult, SearchSpec, run_search, train_config
+from orchestrator.api import SearchResult, SearchSpec, resume_search, run_search, train_config
 from trainables.datasets import DataError
 
 KNOBS_SHOWN = 8  # knob columns printed in the console leaderboard
@@ -67,6 +68,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--set", dest="base", action="append", type=_setting, default=[],
                    metavar="KEY=VALUE", help="fix a trial setting, e.g. --set lr=0.01")
 
+    r = sub.add_parser("resume", help="continue a search whose driver was killed")
+    r.add_argument("dir", help="the search's folder: OUTPUT_DIR/NAME (holds search_state.json)")
+
     t = sub.add_parser("train", help="run one training with a config (e.g. best_config.json)")
     t.add_argument("config", help="a best_config.json written by a search, or a YAML/JSON "
                                   "mapping of trial settings")
@@ -108,6 +112,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "search":
             result = run_search(spec_from_args(args))
+        elif args.command == "resume":
+            result = resume_search(args.dir)
         else:
             result = train_config(args.config, name=args.name, data=args.data,
                                   epochs=args.epochs, output_dir=args.output_dir,

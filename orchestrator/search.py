@@ -64,9 +64,16 @@ def make_searcher(spec: SearchSpec, objective, searched: dict, base: dict):
                         or None)
 
 
+STATE_FILE = "search_state.json"
+JOURNAL_FILE = "trials.jsonl"
+
+
 def run_search(spec: SearchSpec, *, out: TextIO = sys.stdout,
-               tracker: Tracker | None = None) -> SearchResult:
-    """Run a whole search and return its result. The CLI is a thin layer over this."""
+               tracker: Tracker | None = None, resume: bool = False) -> SearchResult:
+    """Run a whole search and return its result. The CLI is a thin layer over this.
+
+    resume: continue the search in `output_dir/name` whose driver died: finished trials are
+    not run again, the Optuna study keeps its history, MLflow runs are continued."""
     import ray
     from ray import tune
     from ray.tune.logger import JsonLoggerCallback
@@ -86,6 +93,12 @@ def run_search(spec: SearchSpec, *, out: TextIO = sys.stdout,
         if joining:
             searched, base, plan = prepare(spec, data, *resources.cluster_resources())
         out_dir = (Path(spec.output_dir) / spec.name).resolve()
+        state_path = out_dir / STATE_FILE
+        previous = json.loads(state_path.read_text()) if resume else {}
+        if not resume and state_path.exists():
+            # A fresh search under a used name starts over; the old trial journal would
+            # otherwise be read as this search's history.
+            (out_dir / JOURNAL_FILE).unlink(missing_ok=True)
         out_dir.mkdir(parents=True, exist_ok=True)
         tracker = tracker or MlflowTracker(spec.resolved_tracking_uri(),
                                            artifact_root=Path.cwd() / "mlartifacts")
@@ -104,7 +117,12 @@ def run_search(spec: SearchSpec, *, out: TextIO = sys.stdout,
             artifacts={"spec.yaml": yaml.safe_dump(spec.to_dict(), sort_keys=False),
                        "search_space.json": json.dumps(describe_space(searched), indent=2),
                        "objective.txt": objective.formula + "\n\n" + (objective.__doc__ or "")},
+            parent_run_id=previous.get("parent_run_id"),
         )
+        state_path.write_text(json.dumps(
+            {"spec": {**spec.to_dict(), "output_dir": str(out_dir.parent)},
+             "parent_run_id": tracker.parent_run_id, "tracking_uri": tracker.location,
+             "finished": False}, indent=2, default=str))
         datasets = to_ray_datasets(data)  # into the object store once; every trial shares it
         ctx = TrialContext(
             base=base, meta=data_meta(data), model_builder=spec.resolved_model(),
@@ -121,7 +139,18 @@ def run_search(spec: SearchSpec, *, out: TextIO = sys.stdout,
                 metric=objective.metric, mode=objective.mode, time_attr="training_iteration",
                 max_t=spec.epochs, grace_period=spec.grace_period,
                 reduction_factor=spec.reduction_factor)
-        book = TrialBook(tracker, spec.num_trials, spec.epochs, out=out)
+        book = TrialBook(tracker, spec.num_trials, spec.epochs, out=out,
+                         journal=out_dir / JOURNAL_FILE)
+        callbacks = [book, JsonLoggerCallback()]  # result.json per trial, nothing heavier
+        if resume:
+            tuner = tune.Tuner.restore(str(out_dir), trainable=trainable,
+                                       resume_unfinished=True, resume_errored=False)
+            # The restored run config carries the dead driver's callbacks (unpickled from
+            # tuner.pkl, with no records); hand it this driver's book and tracker instead.
+            tuner._local_tuner.get_run_config().callbacks = callbacks
+            print(f"  resuming: {len(book.records)} trial(s) already finished", file=out)
+            tuner.fit()
+            return _finish(spec, searched, base, book, tracker, objective, out_dir, started)
         tuner = tune.Tuner(
             trainable,
             param_space=searched,
@@ -182,6 +211,9 @@ def _finish(spec, searched, base, book, tracker, objective, out_dir, started) ->
     if best_path:
         artifacts["best_config.json"] = best_path.read_text()
     wall = time.time() - started
+    state_path = out_dir / STATE_FILE
+    state_path.write_text(json.dumps({**json.loads(state_path.read_text()), "finished": True},
+                                     indent=2))
     tracker.end_search(artifacts, tags, {"search_wall_s": wall,
                                          "trials": float(len(book.records))}
                        | ({"best_objective": float(best["objective"])} if best else {}))

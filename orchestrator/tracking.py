@@ -32,8 +32,9 @@ class Tracker:
     location: str = "nowhere (tracking off)"
     parent_run_id: str | None = None
 
-    def start_search(self, name: str, params: dict[str, Any], artifacts: dict[str, str]) -> None:
-        pass
+    def start_search(self, name: str, params: dict[str, Any], artifacts: dict[str, str],
+                     parent_run_id: str | None = None) -> None:
+        """parent_run_id: continue that parent run (a resumed search) rather than start one."""
 
     def start_trial(self, trial_id: str, params: dict[str, Any]) -> None:
         pass
@@ -119,8 +120,12 @@ class MlflowTracker(Tracker):
                 self.client.log_artifact(run_id, str(path))
 
     # -- hooks --------------------------------------------------------------------------------------
-    def start_search(self, name: str, params: dict[str, Any], artifacts: dict[str, str]) -> None:
+    def start_search(self, name: str, params: dict[str, Any], artifacts: dict[str, str],
+                     parent_run_id: str | None = None) -> None:
         self.experiment_id = self._experiment(name)
+        if parent_run_id:
+            self.parent_run_id = parent_run_id
+            return
         run = self.client.create_run(self.experiment_id, run_name=f"search-{name}",
                                      tags={"orchestrator.role": "search", **self._env})
         self.parent_run_id = run.info.run_id

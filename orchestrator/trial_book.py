@@ -4,6 +4,8 @@ prints progress once per epoch, and forwards each event to the tracker.
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import sys
 import time
 from dataclasses import dataclass, field
@@ -45,6 +47,10 @@ class TrialRecord:
         return self.wall_s - self.metrics["train_time_s"] - self.metrics.get("eval_time_s", 0.0)
 
 
+def _plain(value: Any) -> Any:
+    return value.item() if hasattr(value, "item") else str(value)
+
+
 def numeric_metrics(result: dict[str, Any]) -> dict[str, float]:
     return {
         k: float(v) for k, v in result.items()
@@ -62,12 +68,22 @@ def _error_reason(trial) -> str:
 
 
 class TrialBook(Callback):
-    def __init__(self, tracker: Tracker, num_trials: int, epochs: int, out: TextIO = sys.stdout):
+    """`journal`: a JSON-lines file that gets every finished trial's record, so a resumed search
+    knows the trials it does not run again."""
+
+    def __init__(self, tracker: Tracker, num_trials: int, epochs: int, out: TextIO = sys.stdout,
+                 journal: Path | None = None):
         self.tracker = tracker
         self.num_trials = num_trials
         self.epochs = epochs
         self.out = out
+        self.journal = journal
         self.records: dict[str, TrialRecord] = {}
+        if journal is not None and journal.exists():
+            for line in journal.read_text().splitlines():
+                if line.strip():
+                    rec = TrialRecord(**json.loads(line))
+                    self.records[rec.trial_id] = rec
 
     def __getstate__(self):
         # Tune pickles its callbacks with the experiment state; a stream (pytest's capture, a
@@ -84,7 +100,9 @@ class TrialBook(Callback):
         return f"[trial {rec.number}/{self.num_trials} {rec.trial_id}]"
 
     def on_trial_start(self, iteration, trials, trial, **info):
-        rec = TrialRecord(trial.trial_id, len(self.records) + 1, dict(trial.config), time.time())
+        old = self.records.get(trial.trial_id)
+        number = old.number if old else len(self.records) + 1
+        rec = TrialRecord(trial.trial_id, number, dict(trial.config), time.time())
         self.records[trial.trial_id] = rec
         knobs = " ".join(f"{k}={v}" for k, v in rec.knobs.items())
         self._print(f"{self._tag(rec)} start  {knobs}")
@@ -118,6 +136,9 @@ class TrialBook(Callback):
         detail = f" ({reason})" if reason else ""
         self._print(f"{self._tag(rec)} {status} after {rec.wall_s:.1f}s wall{detail}")
         self.tracker.end_trial(rec.trial_id, status, rec.metrics, reason)
+        if self.journal is not None:
+            with self.journal.open("a") as f:
+                f.write(json.dumps(dataclasses.asdict(rec), default=_plain) + "\n")
 
     def on_trial_complete(self, iteration, trials, trial, **info):
         rec = self.records.get(trial.trial_id)

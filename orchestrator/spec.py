@@ -26,7 +26,8 @@ class SearchSpec:
     name: str = "default"
     """Search name: the MLflow experiment and the folder under `output_dir`."""
     data: str | None = None
-    """Path to an .npz (`x`, `y`, optional `x_val`, `y_val`); None uses the built-in synthetic set."""
+    """Path to an .npz (`x`, `y`, optional `x_val`, `y_val`) or a .parquet (tensor column `x`, label
+    column `y`); None uses the built-in synthetic set."""
     space: str | dict | Any = "default"
     """A registered space name, 'module:function', a written dict, or a function (API only)."""
     base: dict[str, Any] = field(default_factory=dict)

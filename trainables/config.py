@@ -49,6 +49,10 @@ class TrialConfig:
     """Ray Train data-parallel workers (DDP over gloo on CPU, NCCL on GPU)."""
     prefetch_batches: int = 2
     """Batches the Ray Data iterator prepares ahead of the loop (its background thread)."""
+    cache_shard: bool = True
+    """Read this worker's Ray Data shard once into tensors and serve every epoch by seeded randperm
+    indexing (about raw in-memory speed); False streams every epoch through `iter_torch_batches`
+    with a seeded local shuffle buffer (slower at small batches; see docs/benchmarks.md)."""
 
     # ---- speed switches -------------------------------------------------------------------------
     loop: str = "optimized"

@@ -15,7 +15,7 @@ import torch
 from trainables.config import TrialConfig
 from trainables.loop import LoopIO, fit
 from trainables.models import DataMeta
-from trainables.pipeline import iter_batches
+from trainables.pipeline import ShardFeed
 
 CHECKPOINT_FILE = "state.pt"
 
@@ -50,9 +50,15 @@ def train_loop_per_worker(config: dict) -> dict:
     # count equal (a DDP requirement).
     steps = config["n_train"] // world // batch
 
-    def batches(shard, drop_last):
-        return iter_batches(shard, batch_size=batch, prefetch_batches=cfg.prefetch_batches,
-                            device=device, pin_memory=cfg.pin_memory, drop_last=drop_last)
+    def feed(shard, train: bool) -> ShardFeed:
+        # cache_shard: one pass through Ray Data, then epochs indexed from tensors in memory (near
+        # raw speed, shuffled by seed + epoch + rank); otherwise streamed every epoch.
+        return ShardFeed(shard, batch_size=batch, device=device, cache=cfg.cache_shard,
+                         prefetch_batches=cfg.prefetch_batches, pin_memory=cfg.pin_memory,
+                         shuffle=train, drop_last=train, seed=cfg.seed,
+                         rank=ctx.get_world_rank())
+
+    train_feed, val_feed = feed(train_shard, train=True), feed(val_shard, train=False)
 
     def all_reduce(t: torch.Tensor) -> torch.Tensor:
         if world > 1:
@@ -78,8 +84,8 @@ def train_loop_per_worker(config: dict) -> dict:
                               weights_only=True)
 
     io = LoopIO(
-        train_batches=lambda epoch: batches(train_shard, drop_last=True),
-        val_batches=lambda: batches(val_shard, drop_last=False),
+        train_batches=train_feed,
+        val_batches=val_feed,
         steps_per_epoch=steps,
         report=lambda metrics: ray.train.report(metrics),
         all_reduce=all_reduce,

@@ -125,7 +125,7 @@ def main() -> None:
     from ray.train.torch import TorchTrainer
 
     from trainables.datasets import ArrayData
-    from trainables.pipeline import to_ray_datasets
+    from trainables.pipeline import data_config, to_ray_datasets
 
     ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
     ray.data.DataContext.get_current().enable_progress_bars = False
@@ -147,6 +147,7 @@ def main() -> None:
                 scaling_config=ray.train.ScalingConfig(num_workers=1,
                                                        resources_per_worker={"CPU": 1}),
                 datasets=datasets,
+                dataset_config=data_config(),  # as in trainables.trial
                 run_config=ray.train.RunConfig(storage_path=storage, name="data_pipeline"),
             )
             result = trainer.fit()

@@ -45,6 +45,21 @@ def to_ray_datasets(data: ArrayData, block_rows: int = BLOCK_ROWS) -> dict:
     return datasets
 
 
+def data_config():
+    """Ray Train's DataConfig for our datasets: Train's default ingest options, plus
+    preserve_order.
+
+    Without preserve_order, which blocks reach which worker, and in which order, depends on
+    timing: the same seed would give another sample order on every run (measured in
+    tests/trainables/test_pipeline.py). With it, the split of a materialized dataset is fixed.
+    """
+    import ray.train
+
+    options = ray.train.DataConfig.default_ingest_options()
+    options.preserve_order = True
+    return ray.train.DataConfig(execution_options=options)
+
+
 def iter_batches(
     shard,
     *,

@@ -56,6 +56,7 @@ def _objective_report(objective: Callable[[dict], dict] | None):
 def run_trial(sampled: dict[str, Any], ctx: TrialContext, datasets: dict) -> None:
     import ray.train
     from ray.train.torch import TorchConfig, TorchTrainer
+    from trainables.pipeline import data_config
     from trainables.worker import loop_config, train_loop_per_worker
 
     cfg = trial_config(ctx, sampled)
@@ -75,6 +76,7 @@ def run_trial(sampled: dict[str, Any], ctx: TrialContext, datasets: dict) -> Non
             num_workers=cfg.workers, use_gpu=ctx.use_gpu, resources_per_worker=resources
         ),
         datasets=datasets,
+        dataset_config=data_config(),  # a fixed split: a seed fixes the sample order
         run_config=ray.train.RunConfig(
             name=trial_name,
             storage_path=ctx.storage_path,

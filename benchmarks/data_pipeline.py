@@ -6,13 +6,15 @@ Everything is measured inside one real Ray Train worker (TorchTrainer, 1 worker,
 1 thread), on the shard that `ray.train.get_dataset_shard` gives it: what the training loop sees.
 Methods, each one epoch over the same data, followed by the same random crop unless noted:
 - raw:        randperm, index, crop on tensors already in memory (the target speed);
-- stream:     `iter_torch_batches` every epoch, no shuffle (the pipeline before issue 4);
+- stream:     `iter_torch_batches` every epoch, no shuffle (the pipeline before issue 4), with
+              prefetch_batches=2 (and 1, 4: the prefetch depth knob);
 - stream+shuf: the same through a seeded local shuffle buffer (`cache_shard=False`);
 - stream+mapcrop: crop inside the pipeline (`map_batches` on whole blocks), no crop after;
 - cached:     the shard read once into tensors, then seeded randperm epochs (`cache_shard=True`).
-Repetitions of all methods are interleaved and the median is kept, so CPU contention from other
-processes hits every method alike. Ratios are rate / raw rate; overhead is the extra time per
-batch, (1/rate - 1/raw) * batch, in microseconds.
+Every method's epoch runs right after a raw epoch and the pair's time ratio is kept; the table
+shows the median of those paired ratios (neighbouring runs share the contention of other
+processes on this 2-core machine), and the median rate. Overhead is the extra time per batch,
+(1/ratio - 1) * batch / raw rate, in microseconds.
 """
 
 from __future__ import annotations
@@ -34,7 +36,8 @@ WORKLOADS = {
     "2D": (8000, (1, 32, 32), 24, (32, 128, 512)),
     "3D": (512, (1, 32, 32, 32), 24, (4, 16)),
 }
-METHODS = ("raw", "stream", "stream+shuf", "stream+mapcrop", "cached")
+METHODS = ("raw", "stream", "stream pf=1", "stream pf=4", "stream+shuf", "stream+mapcrop",
+           "cached")
 
 
 def _crop_in_pipeline(patch: int):
@@ -62,6 +65,7 @@ def _bench_worker(config: dict) -> dict:
     cpu = torch.device("cpu")
     gen = torch.Generator().manual_seed(0)
     times: dict = {}
+    pairs: dict = {}
     loads: dict = {}
 
     def timed(fn) -> float:
@@ -86,8 +90,8 @@ def _bench_worker(config: dict) -> dict:
                         idx = order[i : i + bs]
                         random_crop(x[idx], patch, gen), y[idx]
 
-                def stream(seed=None):
-                    for xb, _ in iter_batches(shard, batch_size=bs, prefetch_batches=2,
+                def stream(seed=None, prefetch=2):
+                    for xb, _ in iter_batches(shard, batch_size=bs, prefetch_batches=prefetch,
                                               device=cpu, pin_memory=False, drop_last=True,
                                               seed=seed):
                         random_crop(xb, patch, gen)
@@ -104,13 +108,24 @@ def _bench_worker(config: dict) -> dict:
                     for xb, _ in feed(rep + 1):
                         random_crop(xb, patch, gen)
 
-                runs = {"raw": raw, "stream": stream, "stream+shuf": lambda: stream(seed=rep),
+                runs = {"raw": raw, "stream": stream, "stream pf=1": lambda: stream(prefetch=1),
+                        "stream pf=4": lambda: stream(prefetch=4),
+                        "stream+shuf": lambda: stream(seed=rep),
                         "stream+mapcrop": mapcrop, "cached": cached}
-                for method in METHODS:
-                    samples = (n // bs) * bs
-                    times.setdefault((name, bs, method), []).append(
-                        (samples, timed(runs[method])))
-    return {"times": {"|".join(map(str, k)): v for k, v in times.items()}, "loads": loads}
+                samples = (n // bs) * bs
+                # Each method runs right after a raw epoch, and the pair's ratio is kept: two
+                # neighbouring runs see about the same contention from other processes. Cached,
+                # a few ms an epoch, is paired `inner` times per repetition.
+                for method in METHODS[1:]:
+                    for _ in range(config["inner"] if method == "cached" else 1):
+                        t_raw, t_method = timed(raw), timed(runs[method])
+                        times.setdefault((name, bs, "raw"), []).append((samples, t_raw))
+                        times.setdefault((name, bs, method), []).append((samples, t_method))
+                        pairs.setdefault((name, bs, method), []).append(t_raw / t_method)
+    def flat(d: dict) -> dict:
+        return {"|".join(map(str, k)): v for k, v in d.items()}
+
+    return {"times": flat(times), "pairs": flat(pairs), "loads": loads}
 
 
 def main() -> None:
@@ -143,7 +158,7 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as storage:
             trainer = TorchTrainer(
                 _bench_worker,
-                train_loop_config={"reps": reps, "workloads": WORKLOADS},
+                train_loop_config={"reps": reps, "inner": 5, "workloads": WORKLOADS},
                 scaling_config=ray.train.ScalingConfig(num_workers=1,
                                                        resources_per_worker={"CPU": 1}),
                 datasets=datasets,
@@ -158,19 +173,24 @@ def main() -> None:
 
 
 def print_table(out: dict, reps: int) -> None:
-    times = {tuple(k.split("|")): v for k, v in out["times"].items()}
-    print(f"\nmedian of {reps} interleaved repetitions, inside one Ray Train worker (1 CPU)\n")
+    def unflat(d: dict) -> dict:
+        return {tuple(k.split("|")): v for k, v in d.items()}
+
+    times, pairs = unflat(out["times"]), unflat(out["pairs"])
+    print(f"\nmedians of {reps} repetitions ({reps * 5} for cached), each epoch paired with a raw "
+          "epoch run just before it, inside one Ray Train worker (1 CPU)\n")
     print("| workload | batch | method | samples/s | ratio to raw | overhead us/batch |")
     print("|---|---|---|---|---|---|")
     for name, (n, shape, patch, batches) in WORKLOADS.items():
         for bs in batches:
-            rates = {m: statistics.median(s / t for s, t in times[(name, str(bs), m)])
-                     for m in METHODS}
-            raw = rates["raw"]
+            key = (name, str(bs))
+            raw = statistics.median(s / t for s, t in times[(*key, "raw")])
             for m in METHODS:
-                over = (1 / rates[m] - 1 / raw) * bs * 1e6
+                rate = statistics.median(s / t for s, t in times[(*key, m)])
+                ratio = 1.0 if m == "raw" else statistics.median(pairs[(*key, m)])
+                over = (1 / ratio - 1) * bs / raw * 1e6
                 print(f"| {name} {n}x{'x'.join(map(str, shape))} p{patch} | {bs} | {m} | "
-                      f"{rates[m]:,.0f} | {rates[m] / raw:.2f} | {over:,.0f} |")
+                      f"{rate:,.0f} | {ratio:.2f} | {over:,.0f} |")
     print("\none-off read of the shard into tensors (cached, paid once in epoch 1):")
     for name, loads in out["loads"].items():
         n = WORKLOADS[name][0]

@@ -125,7 +125,8 @@ def _tensor_column(col: pa.ChunkedArray, field: pa.Field, path: Path) -> np.ndar
         try:
             shape = tuple(int(s) for s in json.loads(raw))
         except (ValueError, TypeError):
-            raise DataError(f"{where}: shape metadata {raw!r} is not a JSON list of ints") from None
+            raise DataError(f"{where}: shape metadata {raw!r} is not a JSON list of ints"
+                            ) from None
     else:
         raise DataError(f"{where} has type {typ}; expected a tensor column (pyarrow "
                         "fixed_shape_tensor, Ray ArrowTensorArray, or a fixed-size list with "

@@ -31,8 +31,9 @@ class SearchSpec:
     """Your own model: 'module:function' or (API) a function (TrialConfig, DataMeta) -> nn.Module.
     Every switch of the loop applies to it; needs `data`."""
     data: str | Any | None = None
-    """An .npz (`x`, `y`, optional `x_val`, `y_val`), a folder of .npy volumes, or (API) an
-    ArrayData / a dict of arrays; None uses the workload's built-in synthetic set."""
+    """An .npz (`x`, `y`, optional `x_val`, `y_val`), a .parquet (tensor column `x`, label
+    column `y`), a folder of .npy volumes, or (API) an ArrayData / a dict of arrays; None uses
+    the workload's built-in synthetic set."""
     space: str | dict | Any = "default"
     """A registered space name, 'module:function', a written dict, or a function (API only)."""
     base: dict[str, Any] = field(default_factory=dict)

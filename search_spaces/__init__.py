@@ -13,7 +13,7 @@ from typing import Any
 
 from search_spaces.check import check_space, domain_values
 from search_spaces.context import SpaceContext
-from search_spaces.default import default_space, small_space
+from search_spaces.default import default_space, pipeline_space, small_space
 from search_spaces.parse import parse_space
 
 SpaceFn = Callable[[SpaceContext], dict]
@@ -21,6 +21,7 @@ SpaceFn = Callable[[SpaceContext], dict]
 SPACES: dict[str, SpaceFn] = {
     "default": default_space,
     "small": small_space,
+    "pipeline": pipeline_space,
 }
 
 

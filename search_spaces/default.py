@@ -49,3 +49,17 @@ def small_space(ctx: SpaceContext) -> dict:
         "batch_size": tune.choice([64, 128]),
         "width": tune.choice([0.5, 1.0]),
     }
+
+
+def pipeline_space(ctx: SpaceContext) -> dict:
+    """The data pipeline's knobs (issue 4), with the batch size they interact with.
+
+    cache_shard=True reads each worker's shard once into tensors (near raw indexing speed);
+    False streams every epoch through Ray Data, where prefetch_batches (the depth of its
+    background prefetch) matters. Numbers: docs/benchmarks.md, "Data pipeline (issue 4)".
+    """
+    return {
+        "cache_shard": tune.choice([True, False]),
+        "prefetch_batches": tune.choice([1, 2, 4]),
+        "batch_size": tune.choice([32, 128, 512]),
+    }

@@ -51,6 +51,10 @@ class TrialConfig:
     """Batches the Ray Data iterator prepares ahead of the loop (its background thread)."""
     loader_workers: int = 2
     """Legacy loop only: DataLoader worker processes (the seeds' num_workers)."""
+    cache_shard: bool = True
+    """Read this worker's Ray Data shard once into tensors and serve every epoch by seeded randperm
+    indexing (about raw in-memory speed); False streams every epoch through `iter_torch_batches`
+    with a seeded local shuffle buffer (slower at small batches; see docs/benchmarks.md)."""
 
     # ---- speed switches -------------------------------------------------------------------------
     loop: str = "optimized"

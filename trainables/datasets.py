@@ -201,5 +201,12 @@ def _check_pair(x: np.ndarray, y: np.ndarray, path, xname: str, yname: str):
 
 
 def load_data(path: str | None) -> ArrayData:
-    """The search's data: a user's .npz, or the cached synthetic set when no path is given."""
-    return cached_synthetic_images() if path is None else load_npz(path)
+    """The search's data: a user's .npz or .parquet (by suffix), or the cached synthetic set when
+    no path is given."""
+    if path is None:
+        return cached_synthetic_images()
+    if Path(path).suffix.lower() in (".parquet", ".pq"):
+        from trainables.parquet import load_parquet  # imports this module: import it late
+
+        return load_parquet(path)
+    return load_npz(path)

@@ -2,23 +2,34 @@
 
 The driver turns the arrays into Arrow tables with fixed-shape tensor columns and materializes
 them in the object store once; every trial gets references to the same blocks. Inside a Train
-worker, `ray.train.get_dataset_shard` gives this worker's share and `iter_torch_batches` yields
-zero-copy torch batches, prefetched by a background thread.
+worker, `ray.train.get_dataset_shard` gives this worker's share, and `ShardFeed` serves it to
+the loop in one of two ways (`TrialConfig.cache_shard`):
+- cached (default): the shard is read once, whole blocks at a time, into tensors in the worker's
+  memory (`trainables.shard_cache`); every epoch is then a seeded randperm over them, at about
+  the speed of indexing in-memory tensors;
+- streamed: every epoch goes through `iter_torch_batches` again (prefetched by a background
+  thread), shuffled by a seeded local buffer; 0.1-0.35x of raw speed here.
+Both serve every sample of the shard once per epoch, in an order fixed by the seed.
+Numbers: docs/benchmarks.md, "Data pipeline (issue 4)".
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import torch
 
 from trainables.datasets import ArrayData
+from trainables.shard_cache import TensorShard, shuffle_seed
 
 # Rows per Arrow block. Few large blocks keep per-block scheduling overhead off the hot path;
 # many small ones shard more evenly across workers. 1024 rows of 32x32 float32 = 4 MiB.
 BLOCK_ROWS = 1024
+# Rows of the streamed path's local shuffle buffer: a block's worth mixes across block borders.
+SHUFFLE_BUFFER_ROWS = 1024
 
 
 def _table(x: np.ndarray, y: np.ndarray) -> pa.Table:
@@ -41,6 +52,21 @@ def to_ray_datasets(data: ArrayData, block_rows: int = BLOCK_ROWS) -> dict:
     return datasets
 
 
+def data_config():
+    """Ray Train's DataConfig for our datasets: Train's default ingest options, plus
+    preserve_order.
+
+    Without preserve_order, which blocks reach which worker, and in which order, depends on
+    timing: the same seed would give another sample order on every run (measured in
+    tests/trainables/test_pipeline.py). With it, the split of a materialized dataset is fixed.
+    """
+    import ray.train
+
+    options = ray.train.DataConfig.default_ingest_options()
+    options.preserve_order = True
+    return ray.train.DataConfig(datasets_to_split=["train"], execution_options=options)
+
+
 def iter_batches(
     shard,
     *,
@@ -49,22 +75,59 @@ def iter_batches(
     device: torch.device,
     pin_memory: bool,
     drop_last: bool,
+    seed: int | None = None,
 ) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-    """(x, y) torch batches from a worker's dataset shard.
+    """(x, y) torch batches from a worker's dataset shard, streamed through Ray Data.
 
     pin_memory only means something with CUDA: page-locked host buffers let the copy to the GPU be
-    non-blocking, so the next batch uploads while this one computes.
+    non-blocking, so the next batch uploads while this one computes. With a `seed`, rows pass
+    through a local shuffle buffer seeded by it: each row still comes out exactly once.
     """
     pin = pin_memory and device.type == "cuda"
+    shuffle: dict[str, Any] = {}
+    if seed is not None:
+        shuffle = {"local_shuffle_buffer_size": max(SHUFFLE_BUFFER_ROWS, batch_size),
+                   "local_shuffle_seed": seed}
     for batch in shard.iter_torch_batches(
         batch_size=batch_size,
         prefetch_batches=prefetch_batches,
         drop_last=drop_last,
         device="cpu",
         pin_memory=pin,
+        **shuffle,
     ):
         x, y = batch["x"], batch["y"]
         if device.type != "cpu":
             x = x.to(device, non_blocking=pin)
             y = y.to(device, non_blocking=pin)
         yield x, y
+
+
+class ShardFeed:
+    """epoch -> this worker's batches of its shard, cached as tensors or streamed (see above).
+
+    The cache is filled on the first call, so its one-off read counts as epoch 1's data wait.
+    """
+
+    def __init__(self, shard, *, batch_size: int, device: torch.device, cache: bool,
+                 prefetch_batches: int = 2, pin_memory: bool = True, shuffle: bool = True,
+                 drop_last: bool = True, seed: int = 0, rank: int = 0):
+        self.shard, self.batch_size, self.device, self.cache = shard, batch_size, device, cache
+        self.prefetch_batches, self.pin_memory = prefetch_batches, pin_memory
+        self.shuffle, self.drop_last, self.seed, self.rank = shuffle, drop_last, seed, rank
+        self.tensors: TensorShard | None = None
+
+    def __call__(self, epoch: int = 0) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+        if not self.cache:
+            seed = shuffle_seed(self.seed, epoch, self.rank) if self.shuffle else None
+            return iter_batches(self.shard, batch_size=self.batch_size,
+                                prefetch_batches=self.prefetch_batches, device=self.device,
+                                pin_memory=self.pin_memory, drop_last=self.drop_last, seed=seed)
+        if self.tensors is None:
+            self.tensors = TensorShard.load(self.shard, prefetch_batches=self.prefetch_batches,
+                                            device=self.device)
+        if not self.shuffle:
+            return self.tensors.in_order(self.batch_size, device=self.device,
+                                         drop_last=self.drop_last)
+        return self.tensors.epoch(self.batch_size, seed=self.seed, epoch=epoch, rank=self.rank,
+                                  device=self.device, drop_last=self.drop_last)

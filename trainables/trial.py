@@ -86,6 +86,7 @@ def _objective_report(objective: Callable[[dict], dict] | None):
 def run_trial(sampled: dict[str, Any], ctx: TrialContext, datasets: dict) -> None:
     import ray.train
     from ray.train.torch import TorchConfig, TorchTrainer
+    from trainables.pipeline import data_config
     from trainables.worker import loop_config, run_in_tune, train_loop_per_worker
 
     cfg = trial_config(ctx, sampled)
@@ -110,8 +111,9 @@ def run_trial(sampled: dict[str, Any], ctx: TrialContext, datasets: dict) -> Non
             num_workers=cfg.workers, use_gpu=ctx.use_gpu, resources_per_worker=resources
         ),
         datasets=datasets,
-        # Only training data is sharded; rank 0 scores the whole validation set.
-        dataset_config=ray.train.DataConfig(datasets_to_split=["train"]),
+        # A fixed split (a seed fixes the sample order); only training data is sharded: rank 0
+        # scores the whole validation set.
+        dataset_config=data_config(),
         run_config=ray.train.RunConfig(
             name=trial_name,
             storage_path=ctx.storage_path,

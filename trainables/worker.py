@@ -21,7 +21,7 @@ import torch
 from trainables.config import TrialConfig
 from trainables.loop import LoopIO, fit
 from trainables.models import DataMeta
-from trainables.pipeline import iter_batches
+from trainables.pipeline import ShardFeed, iter_batches
 
 CHECKPOINT_FILE = "state.pt"
 
@@ -67,9 +67,15 @@ def run(config: dict, session: Session) -> dict:
     # count equal (a DDP requirement).
     steps = config["n_train"] // world // batch
 
-    def batches(data, drop_last):
-        return iter_batches(data, batch_size=batch, prefetch_batches=cfg.prefetch_batches,
-                            device=device, pin_memory=cfg.pin_memory, drop_last=drop_last)
+    def feed(shard, train: bool) -> ShardFeed:
+        # cache_shard: one pass through Ray Data, then epochs indexed from tensors in memory (near
+        # raw speed, shuffled by seed + epoch + rank); otherwise streamed every epoch.
+        return ShardFeed(shard, batch_size=batch, device=device, cache=cfg.cache_shard,
+                         prefetch_batches=cfg.prefetch_batches, pin_memory=cfg.pin_memory,
+                         shuffle=train, drop_last=train, seed=cfg.seed,
+                         rank=session.rank)
+
+    train_feed, val_feed = feed(session.train, train=True), feed(session.val, train=False)
 
     def all_reduce(t: torch.Tensor) -> torch.Tensor:
         if world > 1:
@@ -100,8 +106,8 @@ def run(config: dict, session: Session) -> dict:
 
         wrap = ray.train.torch.prepare_model
     io = LoopIO(
-        train_batches=lambda epoch: batches(session.train, drop_last=True),
-        val_batches=lambda: batches(session.val, drop_last=False),
+        train_batches=train_feed,
+        val_batches=val_feed,
         steps_per_epoch=steps,
         report=lambda metrics: session.report(metrics, None),
         all_reduce=all_reduce,

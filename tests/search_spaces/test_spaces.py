@@ -89,3 +89,9 @@ def test_user_space_by_module_path_and_unknown_names():
         resolve_space("nope", CPU)
     with pytest.raises(ValueError, match="cannot import module"):
         resolve_space("no_such_module:space", CPU)
+
+
+def test_pipeline_space_turns_the_data_pipeline_knobs():
+    searched, fixed = resolve_space("pipeline", CPU)
+    assert set(searched) == {"cache_shard", "prefetch_batches", "batch_size"}
+    check_space(searched, {}, CPU)

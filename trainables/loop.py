@@ -101,7 +101,8 @@ def fit(cfg: TrialConfig, meta: DataMeta, io: LoopIO) -> dict:
         # cuDNN times each conv algorithm once per input shape and keeps the fastest; our crops
         # make every batch the same shape, so the search pays off from the second step.
         torch.backends.cudnn.benchmark = cfg.cudnn_benchmark
-    crop_gen = torch.Generator().manual_seed(cfg.seed * 1000 + 1)
+    # Seeded by trial seed and rank: each worker draws its own crop positions, reproducibly.
+    crop_gen = torch.Generator().manual_seed((cfg.seed * 1000 + 1) * 1009 + io.rank)
     memory_format = memory_format_for(cfg, meta)
     task = make_task(meta.task)
 

@@ -26,6 +26,14 @@ def test_spec_defaults_are_valid_and_round_trip():
         ({"base": {"lr": -1}}, "lr must be > 0"),
         ({"base": {"learning_rate": 0.1}}, "unknown trial setting"),
         ({"objective": "time_to_target"}, "needs a target"),
+        ({"objective": "time_to_target", "target": 1.5}, "target accuracy"),
+        ({"objective": "pareto", "early_stopping": True}, "needs a scalar objective"),
+        ({"early_stopping": True, "grace_period": 3, "epochs": 3}, "grace_period"),
+        ({"reduction_factor": 1}, "reduction_factor"),
+        ({"warm_start": "everything"}, "warm_start"),
+        ({"workload": "resnet"}, "workload must be one of"),
+        ({"model": "no_such_module:build", "data": __file__}, "cannot import module"),
+        ({"model": "search_spaces:default_space"}, "needs its own data"),
     ],
 )
 def test_spec_validation(options, message):
@@ -60,6 +68,9 @@ def test_spec_file_is_loaded_safely(tmp_path):
         (["search", "--time-weight", "-0.5"], "time_weight must be >= 0"),
         (["search", "--space", "nope"], "unknown space"),
         (["train", "/no/such/best_config.json"], "does not exist"),
+        (["resume", "/tmp"], "not a search folder"),
+        (["search", "--warm-start", "[{\"width\": 3.0}]"], "outside the space"),
+        (["search", "--objective", "fastest"], "invalid choice"),
     ],
 )
 def test_cli_bad_input_is_one_line_and_exit_2(argv, message, capsys, in_tmp):

@@ -18,8 +18,8 @@ from orchestrator.result import RANKABLE
 
 def _points(table: pd.DataFrame) -> pd.DataFrame:
     """Rankable trials with both an accuracy and a time (a failed trial is no trade-off)."""
-    if table.empty:
-        return table
+    if table.empty:  # trials_table() of no trials has no columns either
+        return pd.DataFrame(columns=["trial_id", ACCURACY, TIME])
     rows = table[table["status"].isin(RANKABLE)]
     return rows[rows[ACCURACY].map(_finite) & rows[TIME].map(_finite)]
 

@@ -59,6 +59,9 @@ class Outbox:
     def __getstate__(self):
         return {k: v for k, v in self.__dict__.items() if k != "out"}  # a stream is not state
 
+    def __setstate__(self, state):
+        self.__dict__.update(state, out=None)
+
     @property
     def pending(self) -> int:
         return len(self.journal) - self.written

@@ -81,12 +81,13 @@ class MlflowTracker(Tracker):
 
     def __init__(self, tracking_uri: str, artifact_root: Path | None = None, *,
                  parent_run_id: str | None = None, fallback_dir: Path | None = None,
-                 retry_window_s: float = 60.0, out: TextIO | None = None):
+                 retry_window_s: float | None = None, out: TextIO | None = None):
         """
         parent_run_id: continue this parent run (a resumed search) instead of making one.
         fallback_dir: where the records go if the store is still unreachable when the search
             ends (default: the working directory).
-        retry_window_s: how long the end of the search waits for an unreachable store.
+        retry_window_s: how long the end of the search waits for an unreachable store
+            (default: $ORCHESTRATOR_TRACKING_RETRY_S, else 60 s).
         out: where outage messages are printed (default: stderr).
         """
         import logging
@@ -101,7 +102,8 @@ class MlflowTracker(Tracker):
         self.location = tracking_uri
         self.resume_parent_run_id = parent_run_id
         self.fallback_dir = fallback_dir
-        self.retry_window_s = retry_window_s
+        self.retry_window_s = retry_window_s if retry_window_s is not None else \
+            float(os.environ.get("ORCHESTRATOR_TRACKING_RETRY_S", 60))
         self.writer = MlflowWriter(tracking_uri, artifact_root)
         self.outbox = Outbox(self.writer, out=out)
         self._env = environment_tags()
@@ -122,10 +124,11 @@ class MlflowTracker(Tracker):
                            tags=self._env, parent_run_id=self.resume_parent_run_id)
 
     def start_trial(self, trial_id: str, params: dict[str, Any]) -> None:
-        self.outbox.submit("start_trial", trial_id=trial_id, params=params, tags=self._env)
+        # Copies: a held step must keep the values of its event, whatever the caller changes.
+        self.outbox.submit("start_trial", trial_id=trial_id, params=dict(params), tags=self._env)
 
     def log_epoch(self, trial_id: str, metrics: dict[str, float], step: int) -> None:
-        self.outbox.submit("log_epoch", trial_id=trial_id, metrics=metrics, step=step,
+        self.outbox.submit("log_epoch", trial_id=trial_id, metrics=dict(metrics), step=step,
                            timestamp_ms=_now_ms())
 
     def end_trial(self, trial_id: str, status: str, metrics: dict[str, float],

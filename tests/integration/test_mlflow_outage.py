@@ -48,7 +48,10 @@ def test_search_goes_on_through_a_server_outage(ray_session, mlflow_server, tmp_
         output_dir=str(tmp_path / "runs"), tracking_uri=mlflow_server.uri,
     )
     said = io.StringIO()
-    tracker = MlflowTracker(mlflow_server.uri, fallback_dir=tmp_path / "fallback", out=said)
+    # A long retry window: on a loaded machine the restarted server may come up only after the
+    # search has ended; the search must then wait for it rather than fall back.
+    tracker = MlflowTracker(mlflow_server.uri, fallback_dir=tmp_path / "fallback", out=said,
+                            retry_window_s=240)
     seen: dict = {}
     outage = threading.Thread(target=_outage, args=(mlflow_server, tracker, seen))
     outage.start()

@@ -43,7 +43,7 @@ class MlflowWriter:
         self.parent_run_id: str | None = None
         self.runs: dict[str, str] = {}  # trial id -> MLflow run id, filled as runs are made
 
-    # -- helpers ------------------------------------------------------------------------------------
+    # -- helpers ----------------------------------------------------------------------------
     def _experiment(self, name: str) -> str:
         existing = self.client.get_experiment_by_name(name)
         if existing is not None:
@@ -99,7 +99,7 @@ class MlflowWriter:
         )
         return found[0].info.run_id if found else None
 
-    # -- operations (each one a step of the outbox; see tracking_buffer) -----------------------------
+    # -- operations (each one a step of the outbox; see tracking_buffer) --------------------
     def start_search(self, name: str, params: dict[str, Any], artifacts: dict[str, str | bytes],
                      tags: dict[str, str], parent_run_id: str | None = None) -> None:
         self.experiment_id = self._experiment(name)

@@ -21,7 +21,8 @@ TINY_BASE = {"batch_size": 16, "patch_size": 12, "width": 0.25, "workers": 1}
 
 
 def _outage(server, tracker, seen: dict, down_s: float = 4.0) -> None:
-    """Stop the server once the first trial has started; start it again a few seconds later."""
+    """Stop the server once the first trial has started; start it again once the search has
+    held a record back (its next event came during the outage) and a few seconds have passed."""
     try:
         deadline = time.time() + 120
         while not any(op == "start_trial" for op, _ in list(tracker.outbox.journal)):
@@ -29,8 +30,9 @@ def _outage(server, tracker, seen: dict, down_s: float = 4.0) -> None:
                 return
             time.sleep(0.2)
         server.stop()
-        end = time.time() + down_s
-        while time.time() < end:
+        # Down until a record is held (timing on a loaded machine varies), and at least down_s.
+        up_after, deadline = time.time() + down_s, time.time() + 120
+        while time.time() < deadline and (time.time() < up_after or not seen.get("held")):
             seen["held"] = max(seen.get("held", 0), tracker.outbox.pending)
             time.sleep(0.2)
     finally:

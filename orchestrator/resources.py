@@ -81,14 +81,28 @@ def init_ray() -> bool:
     if os.environ.get("RAY_ADDRESS"):
         ray.init(logging_level=logging.WARNING, log_to_driver=False)
         return True
+    dashboard = _own_dashboard()
     ray.init(
         # "local" always starts a fresh instance: never silently join a stray `ray start` head
         # (RAY_ADDRESS is the explicit way to join a cluster).
         address="local",
-        runtime_env={"env_vars": RAY_ENV},
+        runtime_env={"env_vars": {**RAY_ENV, **dashboard}},
+        dashboard_port=int(dashboard["RAY_API_SERVER_ADDRESS"].rsplit(":", 1)[1]),
         logging_level=logging.WARNING,
         # Worker and Train-controller logs stay in Ray's log folder (session_latest/logs); the
         # console shows the search's own progress, one line per trial epoch.
         log_to_driver=False,
     )
     return True
+
+
+def _own_dashboard() -> dict[str, str]:
+    """Workers' env naming this Ray's own dashboard. Ray Train's placement-group cleaner finds
+    the state API by auto-detection, which fails when several local Ray instances share the
+    machine: the trial's placement group is then never freed and the next trial waits forever."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    return {"RAY_API_SERVER_ADDRESS": f"http://127.0.0.1:{port}"}

@@ -8,11 +8,8 @@ from typing import Any
 
 import pandas as pd
 
-from orchestrator.pareto import pareto_mask
+from orchestrator.pareto import RANKABLE, pareto_mask
 from orchestrator.trial_book import TrialRecord
-
-# Statuses whose trials ran to a valid end and may be ranked as the best.
-RANKABLE = ("completed", "early_stopped")
 
 LEADERBOARD_METRICS = ["val_score", "train_time_s", "samples_per_s", "objective",
                        "fixed_cost_s"]

@@ -14,6 +14,7 @@ from typing import Any, TextIO
 import yaml
 
 from orchestrator import resources
+from orchestrator.pareto import pareto_png
 from orchestrator.result import SearchResult, trials_table
 from orchestrator.spec import SearchSpec
 from orchestrator.tracking import MlflowTracker, Tracker
@@ -101,7 +102,8 @@ def run_search(spec: SearchSpec, *, out: TextIO = sys.stdout,
             (out_dir / JOURNAL_FILE).unlink(missing_ok=True)
         out_dir.mkdir(parents=True, exist_ok=True)
         tracker = tracker or MlflowTracker(spec.resolved_tracking_uri(),
-                                           artifact_root=Path.cwd() / "mlartifacts")
+                                           artifact_root=Path.cwd() / "mlartifacts",
+                                           fallback_dir=out_dir)
         print(f"search {spec.name!r}: {spec.num_trials} trials x {spec.epochs} epochs on "
               f"{data.describe()}", file=out)
         print(f"  space: {describe_space(searched)}", file=out)
@@ -203,11 +205,16 @@ def _finish(spec, searched, base, book, tracker, objective, out_dir, started) ->
     front.to_csv(pareto_path, index=False)
     on_front = set(front["trial_id"]) if not front.empty else set()
 
-    tags = {rid: {"best_trial": str(best is not None and rid == best["trial_id"]).lower(),
+    best_id = best["trial_id"] if best else None
+    tags = {rid: {"best_trial": str(rid == best_id).lower(),
                   "pareto": str(rid in on_front).lower()}
             for rid in book.records}
-    artifacts = {"leaderboard.csv": leaderboard_path.read_text(),
-                 "pareto.csv": pareto_path.read_text()}
+    plot_path = out_dir / "pareto.png"
+    plot_path.write_bytes(pareto_png(table, best_id, title=f"search {spec.name!r}: "
+                                                          "accuracy against training time"))
+    artifacts: dict[str, str | bytes] = {"leaderboard.csv": leaderboard_path.read_text(),
+                                         "pareto.csv": pareto_path.read_text(),
+                                         "pareto.png": plot_path.read_bytes()}
     if best_path:
         artifacts["best_config.json"] = best_path.read_text()
     wall = time.time() - started

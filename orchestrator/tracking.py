@@ -1,29 +1,28 @@
 """Experiment tracking: a small interface, a null implementation, and MLflow.
 
 Everything is logged from the search driver (never from cluster workers, which then need no
-access to the tracking store), in batches: one `log_batch` call per trial event.
+access to the tracking store), in batches: one `log_batch` call per trial event. The MLflow
+writes themselves live in `mlflow_writer`; holding and retrying them through an outage of the
+tracking server in `tracking_buffer`.
 """
 
 from __future__ import annotations
 
-import json
+import os
 import platform
 import subprocess
-import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
-# Trial status -> MLflow run status.
-RUN_STATUS = {
-    "completed": "FINISHED",
-    "early_stopped": "FINISHED",
-    "pruned": "KILLED",
-    "stopped": "KILLED",
-    "diverged": "FAILED",
-    "infeasible": "FAILED",
-    "failed": "FAILED",
-}
+from orchestrator.mlflow_writer import RUN_STATUS, MlflowWriter
+from orchestrator.tracking_buffer import Outbox
+
+__all__ = ["RUN_STATUS", "MlflowTracker", "NullTracker", "Tracker", "environment_tags"]
+
+# MLflow's REST client retries a failed request for minutes by default; the outbox retries
+# instead, so a server outage costs the Tune driver one short request per try.
+_HTTP_ENV = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0", "MLFLOW_HTTP_REQUEST_TIMEOUT": "10"}
 
 
 class Tracker:
@@ -32,8 +31,8 @@ class Tracker:
     location: str = "nowhere (tracking off)"
     parent_run_id: str | None = None
 
-    def start_search(self, name: str, params: dict[str, Any], artifacts: dict[str, str],
-                     parent_run_id: str | None = None) -> None:
+    def start_search(self, name: str, params: dict[str, Any],
+                     artifacts: dict[str, str | bytes], parent_run_id: str | None = None) -> None:
         """parent_run_id: continue that parent run (a resumed search) rather than start one."""
 
     def start_trial(self, trial_id: str, params: dict[str, Any]) -> None:
@@ -46,7 +45,7 @@ class Tracker:
                   reason: str | None = None) -> None:
         pass
 
-    def end_search(self, artifacts: dict[str, str], trial_tags: dict[str, dict[str, str]],
+    def end_search(self, artifacts: dict[str, str | bytes], trial_tags: dict[str, dict[str, str]],
                    metrics: dict[str, float]) -> None:
         pass
 
@@ -62,8 +61,12 @@ def environment_tags() -> dict[str, str]:
     device = torch.cuda.get_device_name(0) if torch.cuda.is_available() else \
         f"cpu ({platform.processor() or platform.machine()})"
     try:
-        sha = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
-                             timeout=5, cwd=Path(__file__).parent).stdout.strip()
+        git = {"capture_output": True, "text": True, "timeout": 5, "cwd": Path(__file__).parent}
+        sha = subprocess.run(["git", "rev-parse", "HEAD"], **git).stdout.strip()
+        # Uncommitted changes mean the sha alone does not name the code that ran.
+        if sha and subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                                  **git).stdout.strip():
+            sha += "-dirty"
     except (OSError, subprocess.SubprocessError):
         sha = ""
     return {"env.torch": torch.__version__, "env.ray": ray.__version__,
@@ -72,99 +75,78 @@ def environment_tags() -> dict[str, str]:
 
 
 class MlflowTracker(Tracker):
-    """One experiment per search name, a parent run per search, a child run per trial."""
+    """One experiment per search name, a parent run per search, a child run per trial (found
+    again by trial id, so a resumed search doubles nothing). No MLflow error reaches the search:
+    what cannot be written now is held and retried (see `tracking_buffer`)."""
 
-    def __init__(self, tracking_uri: str, artifact_root: Path | None = None):
+    def __init__(self, tracking_uri: str, artifact_root: Path | None = None, *,
+                 parent_run_id: str | None = None, fallback_dir: Path | None = None,
+                 retry_window_s: float | None = None, out: TextIO | None = None):
+        """
+        parent_run_id: continue this parent run (a resumed search) instead of making one.
+        fallback_dir: where the records go if the store is still unreachable when the search
+            ends (default: the working directory).
+        retry_window_s: how long the end of the search waits for an unreachable store
+            (default: $ORCHESTRATOR_TRACKING_RETRY_S, else 60 s).
+        out: where outage messages are printed (default: stderr).
+        """
         import logging
-
-        from mlflow.tracking import MlflowClient
 
         # mlflow sets its logger to INFO on import; its table-creation chatter is not progress.
         logging.getLogger("mlflow").setLevel(logging.WARNING)
+        if tracking_uri.startswith(("http://", "https://")):
+            for key, value in _HTTP_ENV.items():
+                os.environ.setdefault(key, value)  # a user's own setting wins
 
         self.tracking_uri = tracking_uri
         self.location = tracking_uri
-        self.client = MlflowClient(tracking_uri=tracking_uri)
-        self.artifact_root = artifact_root
-        self.experiment_id: str | None = None
-        self.runs: dict[str, str] = {}  # trial id -> MLflow run id
+        self.resume_parent_run_id = parent_run_id
+        self.fallback_dir = fallback_dir
+        self.retry_window_s = retry_window_s if retry_window_s is not None else \
+            float(os.environ.get("ORCHESTRATOR_TRACKING_RETRY_S", 60))
+        self.writer = MlflowWriter(tracking_uri, artifact_root)
+        self.outbox = Outbox(self.writer, out=out)
         self._env = environment_tags()
 
-    # -- helpers ------------------------------------------------------------------------------------
-    def _experiment(self, name: str) -> str:
-        existing = self.client.get_experiment_by_name(name)
-        if existing is not None:
-            return existing.experiment_id
-        location = None
-        if self.artifact_root is not None:
-            location = (self.artifact_root / name).resolve().as_uri()
-        return self.client.create_experiment(name, artifact_location=location)
+    @property
+    def parent_run_id(self) -> str | None:  # type: ignore[override]
+        return self.writer.parent_run_id or self.resume_parent_run_id
 
-    def _log(self, run_id: str, metrics: dict[str, float] | None = None, step: int = 0,
-             params: dict[str, Any] | None = None, tags: dict[str, str] | None = None) -> None:
-        from mlflow.entities import Metric, Param, RunTag
+    @property
+    def runs(self) -> dict[str, str]:
+        """Trial id -> MLflow run id, for the trials whose runs exist in the store so far."""
+        return self.writer.runs
 
-        now = int(time.time() * 1000)
-        self.client.log_batch(
-            run_id,
-            metrics=[Metric(k, float(v), now, step) for k, v in (metrics or {}).items()],
-            params=[Param(k, _param(v)) for k, v in (params or {}).items()],
-            tags=[RunTag(k, str(v)) for k, v in (tags or {}).items()],
-        )
-
-    def _artifacts(self, run_id: str, artifacts: dict[str, str]) -> None:
-        with tempfile.TemporaryDirectory() as tmp:
-            for name, content in artifacts.items():
-                path = Path(tmp) / name
-                path.write_text(content)
-                self.client.log_artifact(run_id, str(path))
-
-    # -- hooks --------------------------------------------------------------------------------------
-    def start_search(self, name: str, params: dict[str, Any], artifacts: dict[str, str],
-                     parent_run_id: str | None = None) -> None:
-        self.experiment_id = self._experiment(name)
-        if parent_run_id:
-            self.parent_run_id = parent_run_id
-            return
-        run = self.client.create_run(self.experiment_id, run_name=f"search-{name}",
-                                     tags={"orchestrator.role": "search", **self._env})
-        self.parent_run_id = run.info.run_id
-        self._log(self.parent_run_id, params=params)
-        self._artifacts(self.parent_run_id, artifacts)
+    def start_search(self, name: str, params: dict[str, Any],
+                     artifacts: dict[str, str | bytes], parent_run_id: str | None = None) -> None:
+        self.resume_parent_run_id = parent_run_id or self.resume_parent_run_id
+        self.outbox.submit("start_search", name=name, params=params, artifacts=artifacts,
+                           tags=self._env, parent_run_id=self.resume_parent_run_id)
 
     def start_trial(self, trial_id: str, params: dict[str, Any]) -> None:
-        run = self.client.create_run(
-            self.experiment_id,
-            run_name=f"trial-{trial_id}",
-            tags={"mlflow.parentRunId": self.parent_run_id, "orchestrator.role": "trial",
-                  "orchestrator.trial_id": trial_id, "status": "running", **self._env},
-        )
-        self.runs[trial_id] = run.info.run_id
-        self._log(run.info.run_id, params=params)
+        # Copies: a held step must keep the values of its event, whatever the caller changes.
+        self.outbox.submit("start_trial", trial_id=trial_id, params=dict(params), tags=self._env)
 
     def log_epoch(self, trial_id: str, metrics: dict[str, float], step: int) -> None:
-        self._log(self.runs[trial_id], metrics=metrics, step=step)
+        self.outbox.submit("log_epoch", trial_id=trial_id, metrics=dict(metrics), step=step,
+                           timestamp_ms=_now_ms())
 
     def end_trial(self, trial_id: str, status: str, metrics: dict[str, float],
                   reason: str | None = None) -> None:
-        run_id = self.runs[trial_id]
-        tags = {"status": status}
-        if reason:
-            tags["failure_reason"] = reason[:4000]
-        final = {f"final_{k}": v for k, v in metrics.items()}
-        self._log(run_id, metrics=final, tags=tags)
-        self.client.set_terminated(run_id, RUN_STATUS.get(status, "FAILED"))
+        self.outbox.submit("end_trial", trial_id=trial_id, status=status, metrics=dict(metrics),
+                           reason=reason, timestamp_ms=_now_ms())
 
-    def end_search(self, artifacts: dict[str, str], trial_tags: dict[str, dict[str, str]],
+    def end_search(self, artifacts: dict[str, str | bytes], trial_tags: dict[str, dict[str, str]],
                    metrics: dict[str, float]) -> None:
-        for trial_id, tags in trial_tags.items():
-            if trial_id in self.runs:
-                self._log(self.runs[trial_id], tags=tags)
-        self._artifacts(self.parent_run_id, artifacts)
-        self._log(self.parent_run_id, metrics=metrics)
-        self.client.set_terminated(self.parent_run_id, "FINISHED")
+        self.outbox.submit("end_search", artifacts=artifacts, trial_tags=trial_tags,
+                           metrics=metrics, timestamp_ms=_now_ms())
+        if not self.outbox.drain(self.retry_window_s):
+            directory = self.fallback_dir or Path.cwd()
+            message = self.outbox.fall_back(directory)
+            self.location = f"sqlite:///{directory / 'mlflow-fallback.db'}"
+            self.outbox.say(message)
 
 
-def _param(value: Any) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, default=str)
-    return text[:6000]  # MLflow's param value limit
+def _now_ms() -> int:
+    # The event's time, not the write's: a retried write then repeats the same point.
+    return int(time.time() * 1000)

@@ -55,3 +55,17 @@ def in_tmp(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("ORCHESTRATOR_CACHE", str(tmp_path / "cache"))
     return tmp_path
+
+
+@pytest.fixture(scope="session")
+def mlflow_server(tmp_path_factory):
+    """One real `mlflow server` on 127.0.0.1 for the session (it takes ~10 s to come up). Tests
+    may stop and restart it (an outage); each leaves it running and uses its own experiment."""
+    from tests.mlflow_server import MlflowServer, mlflow_cli_missing
+
+    if mlflow_cli_missing():
+        pytest.skip("the mlflow CLI is not installed")
+    server = MlflowServer(tmp_path_factory.mktemp("mlflow-server"))
+    server.start()
+    yield server
+    server.stop()

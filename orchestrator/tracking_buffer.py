@@ -1,0 +1,211 @@
+"""Tracking that outlives a tracking server going away: nothing lost, nothing doubled, and Tune
+never waits on (or dies of) MLflow.
+
+Every tracker event becomes a *step* (an operation name and its arguments, plain data) appended to
+a journal and written in order. A step that fails because the store is unreachable stays at the
+head of the queue and is retried on the next event; the search goes on meanwhile. When the search
+ends, the queue is retried with backoff for a bounded window; if the store is still down, the
+whole journal is replayed into a local SQLite store next to the search's other outputs and saved
+as JSON, so it can be imported into the server later:
+
+    python -m orchestrator.tracking_buffer runs/NAME/mlflow-journal.json --tracking-uri URI
+
+Steps are safe to repeat (see `mlflow_writer`), so a step whose write reached the server but whose
+answer was lost, or a replay of a journal partly written already, doubles nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import logging
+import re
+import sys
+import time
+from pathlib import Path
+from typing import Any, TextIO
+
+from orchestrator.mlflow_writer import MlflowWriter
+
+# MLflow errors that retrying cannot fix: the store answered and refused the write.
+_REFUSALS = {"INVALID_PARAMETER_VALUE", "RESOURCE_ALREADY_EXISTS", "BAD_REQUEST",
+             "PERMISSION_DENIED", "UNAUTHENTICATED", "RESOURCE_DOES_NOT_EXIST"}
+
+Step = tuple[str, dict[str, Any]]
+
+
+def is_outage(err: Exception) -> bool:
+    """True if the store could not be reached (retry later), False if it refused the write."""
+    from mlflow.exceptions import MlflowException
+
+    if isinstance(err, MlflowException):
+        return err.error_code not in _REFUSALS
+    return isinstance(err, OSError)  # requests' connection errors and timeouts are OSErrors
+
+
+class Outbox:
+    """The journal of one search's tracking steps, and how far it has been written."""
+
+    def __init__(self, writer: MlflowWriter, *, retry_interval_s: float = 2.0,
+                 out: TextIO | None = None):
+        self.writer = writer
+        self.journal: list[Step] = []
+        self.written = 0  # journal[:written] are in the store (or were refused by it)
+        self.retry_interval_s = retry_interval_s
+        self.out = out
+        self._failed_at: float | None = None  # when the head of the queue last failed
+
+    def __getstate__(self):
+        return {k: v for k, v in self.__dict__.items() if k != "out"}  # a stream is not state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state, out=None)
+
+    @property
+    def pending(self) -> int:
+        return len(self.journal) - self.written
+
+    def say(self, line: str) -> None:
+        print(line, file=self.out or sys.stderr, flush=True)
+
+    def submit(self, op: str, **kwargs: Any) -> None:
+        self.journal.append((op, kwargs))
+        # While the store is down, try it again at most every retry_interval_s: a hanging
+        # server costs the Tune driver one request timeout per try.
+        if self._failed_at is None or time.time() - self._failed_at >= self.retry_interval_s:
+            self.flush()
+
+    def flush(self) -> bool:
+        """Write the queue in order, stopping at the first step the store cannot take now.
+        True when nothing is left. Never raises: MLflow's trouble must not end the search."""
+        while self.written < len(self.journal):
+            op, kwargs = self.journal[self.written]
+            try:
+                getattr(self.writer, op)(**kwargs)
+            except Exception as err:  # noqa: BLE001 - every failure is held or reported
+                if is_outage(err):
+                    if self._failed_at is None:
+                        self.say(f"tracking: {self.writer.tracking_uri} unreachable "
+                                  f"({_short(err)}); the search goes on and its records are "
+                                  "held and retried")
+                    self._failed_at = time.time()
+                    return False
+                self.say(f"tracking: {self.writer.tracking_uri} refused {op} "
+                          f"({_short(err)}); skipped")
+            self.written += 1
+        if self._failed_at is not None:
+            self.say(f"tracking: {self.writer.tracking_uri} reachable again; held records "
+                      "written")
+            self._failed_at = None
+        return True
+
+    def drain(self, window_s: float) -> bool:
+        """Flush, retrying with backoff for up to window_s seconds. True when all is written."""
+        deadline = time.time() + window_s
+        wait = 1.0
+        while not self.flush():
+            left = deadline - time.time()
+            if left <= 0:
+                return False
+            time.sleep(min(wait, left))
+            wait = min(wait * 2, 10.0)
+        return True
+
+    def fall_back(self, directory: Path) -> str:
+        """Replay the whole journal into a local SQLite store in `directory` and save it as JSON
+        for a later import; return the one message that says where both are."""
+        directory.mkdir(parents=True, exist_ok=True)
+        journal_path = directory / "mlflow-journal.json"
+        # The parent run the server already holds, if any: an import continues it, and the
+        # local copy's parent is tagged with it.
+        journal = with_parent(self.journal, self.writer.parent_run_id)
+        save_journal(journal_path, self.writer.tracking_uri, journal)
+        local_uri = f"sqlite:///{directory / 'mlflow-fallback.db'}"
+        for name in ("mlflow.store.db.utils", "alembic"):  # table creation is not news here
+            logging.getLogger(name).setLevel(logging.WARNING)
+        local = MlflowWriter(local_uri, artifact_root=directory / "mlflow-fallback-artifacts")
+        importing = (f"  import it into the server once it is back: python -m "
+                     f"orchestrator.tracking_buffer {journal_path} --tracking-uri "
+                     f"{self.writer.tracking_uri}")
+        try:
+            replay(local, journal)
+        except Exception as err:  # noqa: BLE001 - the journal still holds every record
+            return (f"tracking: {self.writer.tracking_uri} still unreachable and the local "
+                    f"fallback store failed too ({_short(err)}); every record is in "
+                    f"{journal_path}\n{importing}")
+        return (f"tracking: {self.writer.tracking_uri} still unreachable at the end of the "
+                f"search; {self.pending} held records were not written there. Nothing is lost: "
+                f"the whole search is in {local_uri}\n"
+                f"  view it: mlflow ui --backend-store-uri {local_uri} --workers 1\n{importing}")
+
+
+
+def with_parent(journal: list[Step], parent_run_id: str | None) -> list[Step]:
+    if not parent_run_id:
+        return journal
+    return [(op, {**kwargs, "parent_run_id": parent_run_id} if op == "start_search" else kwargs)
+            for op, kwargs in journal]
+
+
+def replay(writer: MlflowWriter, journal: list[Step]) -> None:
+    """Write every step of a journal, in order, raising on the first failure."""
+    for op, kwargs in journal:
+        getattr(writer, op)(**kwargs)
+
+
+def save_journal(path: Path, tracking_uri: str, journal: list[Step]) -> None:
+    steps = []
+    for op, kwargs in journal:
+        kwargs = dict(kwargs)
+        if "artifacts" in kwargs:  # a PNG is bytes; JSON holds text
+            kwargs["artifacts"] = {
+                name: {"base64": base64.b64encode(v).decode()} if isinstance(v, bytes) else v
+                for name, v in kwargs["artifacts"].items()}
+        steps.append({"op": op, "kwargs": kwargs})
+    path.write_text(json.dumps({"tracking_uri": tracking_uri, "steps": steps}, default=_plain))
+
+
+def load_journal(path: Path) -> list[Step]:
+    raw = json.loads(Path(path).read_text())
+    journal = []
+    for step in raw["steps"]:
+        kwargs = step["kwargs"]
+        if "artifacts" in kwargs:
+            kwargs["artifacts"] = {
+                name: base64.b64decode(v["base64"]) if isinstance(v, dict) else v
+                for name, v in kwargs["artifacts"].items()}
+        journal.append((step["op"], kwargs))
+    return journal
+
+
+def _plain(value: Any) -> Any:  # numpy scalars and the like
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def _short(err: Exception) -> str:
+    text = str(err).splitlines()[0] if str(err) else type(err).__name__
+    cause = re.search(r"\[Errno -?\d+\] [^'\")]+|Read timed out|timed out", text)
+    if cause:  # the reason under MLflow's and urllib3's wrapping
+        return cause.group(0)
+    return text if len(text) <= 200 else text[:200] + "..."
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m orchestrator.tracking_buffer",
+        description="Import a search's tracking journal (written when its MLflow server was "
+                    "unreachable) into an MLflow store; safe to run twice.")
+    parser.add_argument("journal", help="mlflow-journal.json from the search's output folder")
+    parser.add_argument("--tracking-uri", required=True, help="where to write it")
+    args = parser.parse_args(argv)
+    replay(MlflowWriter(args.tracking_uri), load_journal(args.journal))
+    print(f"imported {args.journal} into {args.tracking_uri}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -219,8 +219,9 @@ def _finish(spec, searched, base, book, tracker, objective, out_dir, started) ->
         artifacts["best_config.json"] = best_path.read_text()
     wall = time.time() - started
     state_path = out_dir / STATE_FILE
-    state_path.write_text(json.dumps({**json.loads(state_path.read_text()), "finished": True},
-                                     indent=2))
+    if state_path.exists():
+        state_path.write_text(json.dumps({**json.loads(state_path.read_text()),
+                                          "finished": True}, indent=2))
     tracker.end_search(artifacts, tags, {"search_wall_s": wall,
                                          "trials": float(len(book.records))}
                        | ({"best_objective": float(best["objective"])} if best else {}))

@@ -87,6 +87,7 @@ class Search:
             if ending == "diverged":
                 status = "diverged"
             metrics = {"epoch": epoch, "val_accuracy": acc * epoch / EPOCHS,
+                       "val_score": acc * epoch / EPOCHS,
                        "train_time_s": secs * epoch / EPOCHS, "train_loss": 1.0 / epoch,
                        "samples_per_s": 100.0, "status": status}
             self.book.on_trial_result(0, [], trial, self.objective(metrics))

@@ -10,7 +10,7 @@ from orchestrator.pareto import pareto_png, pareto_set
 
 
 def _table(rows):
-    return pd.DataFrame(rows, columns=["trial_id", "status", "val_accuracy", "train_time_s"])
+    return pd.DataFrame(rows, columns=["trial_id", "status", "val_score", "train_time_s"])
 
 
 def test_pareto_set_keeps_only_trials_nothing_beats_on_both():

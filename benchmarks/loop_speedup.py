@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import statistics
 import sys
@@ -53,6 +54,9 @@ def main(argv=None) -> None:
     ap.add_argument("--samples", type=int, default=None, help="training samples used")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--no-ablation", action="store_true")
+    ap.add_argument("--switches", help="JSON: the optimized row's switches (default: the best "
+                                       "measured for this hardware)")
+    ap.add_argument("--patch-size", type=int, help="override the workload's patch size")
     args = ap.parse_args(argv)
     if args.quick:
         args.repeats, args.samples = 1, args.samples or 2048
@@ -65,6 +69,8 @@ def main(argv=None) -> None:
     x, y = torch.from_numpy(data.x_train[:n]), torch.from_numpy(data.y_train[:n])
     xv, yv = torch.from_numpy(data.x_val).to(device), torch.from_numpy(data.y_val).to(device)
     base = dict(workload=args.workload, epochs=args.epochs, seed=0, **SETTINGS[args.workload])
+    if args.patch_size:
+        base["patch_size"] = args.patch_size
 
     def val_batches():
         step = 256 if meta.task == "classify" else 1
@@ -99,7 +105,8 @@ def main(argv=None) -> None:
         loop_io.train_batches, loop_io.steps_per_epoch = train_batches, len(xd) // bs
         return fit(cfg, meta, loop_io)
 
-    best = optimized_switches(device.type == "cuda")
+    best = json.loads(args.switches) if args.switches else \
+        optimized_switches(device.type == "cuda")
     rows: dict[str, callable] = {"legacy": lambda: run_legacy(frozenset())}
     if not args.no_ablation:
         for tech in TECHNIQUES:

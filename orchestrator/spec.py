@@ -18,6 +18,7 @@ import yaml
 from orchestrator.objective import OBJECTIVES, make_objective
 from trainables.config import TrialConfig
 
+PLACEMENTS = ("PACK", "SPREAD")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
 
 
@@ -55,6 +56,9 @@ class SearchSpec:
     """Where Ray's trial folders, the leaderboard and the best config are written."""
     tracking_uri: str | None = None
     """MLflow tracking URI; default: a SQLite file `mlflow.db` in the working directory."""
+    placement: str = "PACK"
+    """Where a trial's workers go on a multi-node cluster: 'PACK' (as few nodes as possible:
+    fast collectives) or 'SPREAD' (across nodes: more memory bandwidth, survives one node)."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not _NAME.match(self.name):
@@ -70,6 +74,9 @@ class SearchSpec:
             value = getattr(self, key)
             if value is not None and (not isinstance(value, int) or value < 1):
                 raise ValueError(f"{key} must be an integer >= 1 (got {value!r})")
+        if self.placement not in PLACEMENTS:
+            raise ValueError(f"placement must be one of {list(PLACEMENTS)} "
+                             f"(got {self.placement!r})")
         if self.objective not in OBJECTIVES:
             raise ValueError(f"objective must be one of {list(OBJECTIVES)} (got {self.objective!r})")
         self.make_objective()  # validates weight / target

@@ -83,6 +83,13 @@ MODELS: dict[str, ModelBuilder] = {
 
 
 def build_model(cfg: TrialConfig, meta: DataMeta) -> nn.Module:
+    """A registered builder by name, or a user's own by 'module:function' (imported where the
+    worker runs: the module must be importable there, e.g. shipped with `--working-dir`)."""
+    if cfg.workload not in MODELS and ":" in cfg.workload:
+        import importlib
+
+        module, _, name = cfg.workload.partition(":")
+        return getattr(importlib.import_module(module), name)(cfg, meta)
     if cfg.workload not in MODELS:
         raise ValueError(f"unknown workload {cfg.workload!r}; known: {sorted(MODELS)}")
     return MODELS[cfg.workload](cfg, meta)

@@ -54,10 +54,18 @@ def train_loop_per_worker(config: dict) -> dict:
         return iter_batches(shard, batch_size=batch, prefetch_batches=cfg.prefetch_batches,
                             device=device, pin_memory=cfg.pin_memory, drop_last=drop_last)
 
-    def all_reduce(t: torch.Tensor) -> torch.Tensor:
+    def all_reduce(t: torch.Tensor, op=None) -> torch.Tensor:
         if world > 1:
-            dist.all_reduce(t)
+            dist.all_reduce(t, op=op or dist.ReduceOp.SUM)
         return t
+
+    # Nodes this trial's workers run on (node ranks are 0..n-1): shows the placement strategy.
+    rank_t = torch.tensor(ctx.get_node_rank(), device=device)
+    nodes = int(all_reduce(rank_t, op=dist.ReduceOp.MAX)) + 1 \
+        if world > 1 else 1
+
+    def report(metrics: dict, checkpoint=None) -> None:
+        ray.train.report({**metrics, "nodes": nodes}, checkpoint=checkpoint)
 
     def save_checkpoint(state: dict, metrics: dict) -> None:
         # Every rank reports (a barrier); rank 0 alone writes, the others' state is identical.
@@ -66,7 +74,7 @@ def train_loop_per_worker(config: dict) -> dict:
             if ctx.get_world_rank() == 0:
                 torch.save(state, os.path.join(tmp, CHECKPOINT_FILE))
                 checkpoint = ray.train.Checkpoint.from_directory(tmp)
-            ray.train.report(metrics, checkpoint=checkpoint)
+            report(metrics, checkpoint=checkpoint)
 
     def load_checkpoint() -> dict | None:
         checkpoint = ray.train.get_checkpoint()
@@ -81,7 +89,7 @@ def train_loop_per_worker(config: dict) -> dict:
         train_batches=lambda epoch: batches(train_shard, drop_last=True),
         val_batches=lambda: batches(val_shard, drop_last=False),
         steps_per_epoch=steps,
-        report=lambda metrics: ray.train.report(metrics),
+        report=report,
         all_reduce=all_reduce,
         wrap_model=ray.train.torch.prepare_model,
         device=device,

@@ -26,6 +26,7 @@ def test_spec_defaults_are_valid_and_round_trip():
         ({"base": {"lr": -1}}, "lr must be > 0"),
         ({"base": {"learning_rate": 0.1}}, "unknown trial setting"),
         ({"objective": "time_to_target"}, "needs a target"),
+        ({"placement": "spread"}, "placement must be one of"),
     ],
 )
 def test_spec_validation(options, message):
@@ -59,6 +60,7 @@ def test_spec_file_is_loaded_safely(tmp_path):
         (["search", "--set", "lr"], "KEY=VALUE"),
         (["search", "--time-weight", "-0.5"], "time_weight must be >= 0"),
         (["search", "--space", "nope"], "unknown space"),
+        (["search", "--placement", "STRICT_SPREAD"], "invalid choice"),
         (["train", "/no/such/best_config.json"], "does not exist"),
     ],
 )
@@ -79,3 +81,11 @@ def test_cli_malformed_data_file_is_reported_before_ray(tmp_path, capsys, in_tmp
     assert main(["search", "--data", str(bad)]) == 2
     err = capsys.readouterr().err
     assert "not a readable .npz" in err
+
+
+def test_cli_placement_flag_reaches_the_spec():
+    from orchestrator.cli import build_parser, spec_from_args
+
+    args = build_parser().parse_args(["search", "--placement", "SPREAD"])
+    assert spec_from_args(args).placement == "SPREAD"
+    assert SearchSpec().placement == "PACK"

@@ -54,15 +54,17 @@ def train_loop_per_worker(config: dict) -> dict:
         return iter_batches(shard, batch_size=batch, prefetch_batches=cfg.prefetch_batches,
                             device=device, pin_memory=cfg.pin_memory, drop_last=drop_last)
 
-    def all_reduce(t: torch.Tensor, op=None) -> torch.Tensor:
+    def all_reduce(t: torch.Tensor) -> torch.Tensor:
         if world > 1:
-            dist.all_reduce(t, op=op or dist.ReduceOp.SUM)
+            dist.all_reduce(t)
         return t
 
-    # Nodes this trial's workers run on (node ranks are 0..n-1): shows the placement strategy.
-    rank_t = torch.tensor(ctx.get_node_rank(), device=device)
-    nodes = int(all_reduce(rank_t, op=dist.ReduceOp.MAX)) + 1 \
-        if world > 1 else 1
+    # Nodes this trial's workers run on: shows the placement strategy. Ray node ids, not Train's
+    # node ranks (those group workers by IP address, which simulated nodes share).
+    node_ids = [ray.get_runtime_context().get_node_id()] * world
+    if world > 1:
+        dist.all_gather_object(node_ids, node_ids[0])
+    nodes = len(set(node_ids))
 
     def report(metrics: dict, checkpoint=None) -> None:
         ray.train.report({**metrics, "nodes": nodes}, checkpoint=checkpoint)

@@ -73,7 +73,7 @@ def run_search(spec: SearchSpec, *, out: TextIO = sys.stdout,
         out_dir = (Path(spec.output_dir) / spec.name).resolve()
         out_dir.mkdir(parents=True, exist_ok=True)
         tracker = tracker or MlflowTracker(spec.resolved_tracking_uri(),
-                                           artifact_root=Path.cwd() / "mlartifacts")
+                                           artifact_root=spec.resolved_artifact_root())
         print(f"search {spec.name!r}: {spec.num_trials} trials x {spec.epochs} epochs on "
               f"{data.describe()}", file=out)
         print(f"  space: {describe_space(searched)}", file=out)

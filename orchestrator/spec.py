@@ -94,6 +94,15 @@ class SearchSpec:
     def resolved_tracking_uri(self) -> str:
         return self.tracking_uri or f"sqlite:///{Path.cwd() / 'mlflow.db'}"
 
+    def resolved_artifact_root(self) -> Path | None:
+        """Where run artifacts go: beside a SQLite store's file (`mlartifacts/`); None lets a
+        tracking server choose. Never the working directory of a `ray job submit` job, which
+        Ray deletes after the job."""
+        uri = self.resolved_tracking_uri()
+        if uri.startswith("sqlite:///"):
+            return Path(uri.removeprefix("sqlite:///")).parent / "mlartifacts"
+        return None
+
     def to_dict(self) -> dict[str, Any]:
         out = dataclasses.asdict(self)
         if not isinstance(self.space, (str, dict)):

@@ -164,3 +164,7 @@ def test_submitted_search_succeeds_and_records_mlflow_runs(ray_head, tmp_path):
     assert children[0].data.tags["status"] == "completed"
     assert "final_val_accuracy" in children[0].data.metrics
     assert (tmp_path / "runs" / "it-job" / "leaderboard.csv").is_file()
+    # Artifacts live beside the SQLite store, not in the job's working dir (Ray deletes it).
+    assert {"leaderboard.csv", "spec.yaml"} <= \
+        {a.path for a in client.list_artifacts(parents[0].info.run_id)}
+    assert parents[0].info.artifact_uri.startswith((tmp_path / "mlartifacts").as_uri())

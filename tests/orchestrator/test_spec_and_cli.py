@@ -12,6 +12,12 @@ def test_spec_defaults_are_valid_and_round_trip():
     spec = SearchSpec()
     assert SearchSpec.from_dict(spec.to_dict()) == spec
     assert spec.resolved_tracking_uri().startswith("sqlite:///")
+    from pathlib import Path
+
+    assert spec.resolved_artifact_root() == Path.cwd() / "mlartifacts"  # beside ./mlflow.db
+    assert SearchSpec(tracking_uri="sqlite:////data/m.db").resolved_artifact_root().as_posix() \
+        == "/data/mlartifacts"
+    assert SearchSpec(tracking_uri="http://127.0.0.1:5000").resolved_artifact_root() is None
 
 
 @pytest.mark.parametrize(

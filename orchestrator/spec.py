@@ -49,7 +49,8 @@ class SearchSpec:
     seed: int = 0
     """Seeds the sampler and every trial."""
     cpus_per_trial: int | None = None
-    """CPUs one trial's workers share; default: all CPUs of the Ray cluster (fair timing)."""
+    """CPUs one trial's workers share; default: all CPUs of one machine (locally: all of them;
+    on a cluster: one node's; with GPUs: the CPUs beside the trial's GPUs). Fair timing."""
     max_concurrent_trials: int | None = None
     """Trials at once; default: as many as fit without sharing cores or GPUs."""
     output_dir: str = "orchestrator_runs"

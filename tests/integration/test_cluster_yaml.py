@@ -97,5 +97,9 @@ def test_setup_installs_the_project_with_the_torch_pin(config):
     assert "-c ~/orchestrator/constraints.txt" in setup and "~/orchestrator" in setup
     assert config["file_mounts"]["~/orchestrator"] == "."
     assert "torch==2.13.0" in (ROOT / "constraints.txt").read_text()
-    head = " ".join(config["head_setup_commands"])
-    assert "torch==2.13.0" in head and "whl/cpu" in head
+    # The CPU-only head gets the CPU build of the pinned torch *before* the project install
+    # (the launcher runs head_setup_commands after setup_commands).
+    cpu_torch = next(i for i, c in enumerate(config["setup_commands"]) if "whl/cpu" in c)
+    project = next(i for i, c in enumerate(config["setup_commands"]) if "constraints.txt" in c)
+    assert cpu_torch < project and "torch==2.13.0" in config["setup_commands"][cpu_torch]
+    assert "nvidia-smi" in config["setup_commands"][cpu_torch]  # GPU nodes keep the CUDA build

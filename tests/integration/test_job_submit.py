@@ -96,7 +96,7 @@ def _stop(head: subprocess.Popen, temp_dir: Path) -> None:
     if head.poll() is None:
         head.send_signal(signal.SIGTERM)
         try:
-            head.wait(timeout=30)
+            head.wait(timeout=10)
         except subprocess.TimeoutExpired:
             head.kill()
             head.wait()

@@ -65,6 +65,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--max-concurrent", dest="max_concurrent_trials", type=int)
     s.add_argument("--output-dir", help="where results go (default ./orchestrator_runs)")
     s.add_argument("--tracking-uri", help="MLflow URI (default sqlite:///$PWD/mlflow.db)")
+    s.add_argument("--placement", choices=["PACK", "SPREAD"],
+                   help="a trial's workers on as few nodes as possible (PACK, default) "
+                        "or across nodes (SPREAD)")
     s.add_argument("--set", dest="base", action="append", type=_setting, default=[],
                    metavar="KEY=VALUE", help="fix a trial setting, e.g. --set lr=0.01")
 

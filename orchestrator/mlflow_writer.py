@@ -142,6 +142,9 @@ class MlflowWriter:
                   reason: str | None, timestamp_ms: int) -> None:
         run_id = self.runs[trial_id]
         tags = {"status": status}
+        # Resumed from a checkpoint after a worker died (FailureConfig): worth a filter in the UI.
+        restarts = int(metrics.get("restarts", 0))
+        tags |= {"restarted": str(restarts > 0).lower(), "restarts": str(restarts)}
         if reason:
             tags["failure_reason"] = reason[:4000]
         final = {f"final_{k}": v for k, v in metrics.items()}

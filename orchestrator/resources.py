@@ -1,14 +1,19 @@
 """Where trials run: starting or joining Ray, and fitting trial concurrency to its resources.
 
 Fair timing: when time is part of the objective, trials must not compete for cores or devices.
-On CPU a trial gets `cpus_per_trial` cores (default: all of them, so one trial at a time) and
-its workers split them; on GPU every worker gets its own GPU.
+On CPU a trial gets `cpus_per_trial` cores (default: all cores of one machine, so one trial at a
+time locally, one per node on a cluster) and its workers split them; on GPU every worker gets its
+own GPU and the CPUs beside it.
+
+On a cluster the plan is fitted to what is free when the search starts (other jobs may hold
+resources) and to the shape of the nodes: one worker's CPUs must fit on one node.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import time
 from dataclasses import dataclass
 
 # Ray Train's controller polls its workers every 2 s by default; each trial then waits up to
@@ -22,37 +27,87 @@ class ResourcePlan:
     cpus_per_trial: int
     gpus_per_trial: int
     max_concurrent_trials: int
+    cpus_per_worker: float | None = None
+    """GPU plans: each worker's CPUs (those beside its GPU); None: a trial's workers split
+    `cpus_per_trial`."""
 
 
-def local_resources() -> tuple[int, int]:
-    """(CPUs, GPUs) that a local Ray instance would get: known before Ray starts."""
+def local_resources() -> tuple[int, int, int]:
+    """(CPUs, GPUs, CPUs one worker can hold) of a local Ray instance: known before Ray starts."""
     import torch
 
-    return os.cpu_count() or 1, torch.cuda.device_count() if torch.cuda.is_available() else 0
+    cpus = os.cpu_count() or 1
+    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    return cpus, gpus, max(1, cpus // gpus) if gpus else cpus
 
 
-def cluster_resources() -> tuple[int, int]:
+def worker_cpu_limit(nodes: list[dict[str, float]]) -> int:
+    """The most CPUs one trial worker can hold, from each node's total resources.
+
+    Without GPUs: the biggest node's CPUs. With GPUs: the CPUs per GPU on the GPU node that has
+    the fewest (a CPU-only head's cores are no use to a GPU worker).
+    """
+    gpu_nodes = [n for n in nodes if n.get("GPU", 0) >= 1]
+    if gpu_nodes:
+        return max(1, min(int(n.get("CPU", 0) // n["GPU"]) for n in gpu_nodes))
+    return max([int(n.get("CPU", 0)) for n in nodes] + [1])
+
+
+def cluster_resources(settle_s: float = 3.0) -> tuple[int, int, int]:
+    """(free CPUs, free GPUs, CPUs one worker can hold) of the Ray cluster this process joined.
+
+    Free, not total: on a shared cluster other jobs may hold some. A search that just ended in
+    the same cluster releases its placement groups asynchronously, so wait up to `settle_s` for
+    the free resources to reach the totals before settling for what is free.
+    """
     import ray
 
-    res = ray.cluster_resources()
-    return int(res.get("CPU", 0)), int(res.get("GPU", 0))
+    total = ray.cluster_resources()
+    deadline = time.monotonic() + settle_s
+    while True:
+        free = ray.available_resources()
+        if all(free.get(k, 0) >= total.get(k, 0) for k in ("CPU", "GPU")) \
+                or time.monotonic() > deadline:
+            break
+        time.sleep(0.25)
+    nodes = [n["Resources"] for n in ray.nodes() if n.get("Alive")]
+    gpus = int(free.get("GPU", 0))
+    cpus = int(free.get("CPU", 0))
+    if gpus == 0:  # no free GPU: CPU workers may use any node's cores
+        nodes = [{k: v for k, v in n.items() if k != "GPU"} for n in nodes]
+    return max(cpus, 1), gpus, worker_cpu_limit(nodes)
 
 
 def plan(total_cpus: int, total_gpus: int, *, cpus_per_trial: int | None,
-         max_concurrent: int | None, max_workers: int = 1) -> ResourcePlan:
+         max_concurrent: int | None, max_workers: int = 1,
+         worker_cpus: int | None = None) -> ResourcePlan:
+    """Size one trial and the number of trials at once.
+
+    `worker_cpus` is the most CPUs one worker can hold (one node's, see `worker_cpu_limit`);
+    None means one machine holds everything.
+    """
     if total_gpus > 0:
         # One GPU per worker; enough GPUs for the widest trial the space can ask for.
         gpus = max(1, min(max_workers, total_gpus))
         concurrent = max(1, total_gpus // gpus)
-        cpus = cpus_per_trial or max(1, total_cpus // concurrent)
-    else:
-        cpus = cpus_per_trial or total_cpus
-        if cpus > total_cpus:
-            raise ValueError(f"cpus_per_trial {cpus} is more than the {total_cpus} CPUs Ray has")
-        gpus, concurrent = 0, max(1, total_cpus // cpus)
-    if max_concurrent is not None:
-        concurrent = min(concurrent, max_concurrent)
-    return ResourcePlan(total_gpus > 0, cpus, gpus, concurrent)
+        per_gpu = max(1, min(total_cpus // (concurrent * gpus), worker_cpus or total_cpus))
+        cpus = cpus_per_trial or per_gpu * gpus
+        return _capped(ResourcePlan(True, cpus, gpus, concurrent, cpus / gpus), max_concurrent)
+    cpus = cpus_per_trial or min(total_cpus, worker_cpus or total_cpus)
+    if cpus > total_cpus:
+        raise ValueError(f"cpus_per_trial {cpus} is more than the {total_cpus} CPUs Ray has free")
+    if worker_cpus and cpus / max(1, max_workers) > worker_cpus:
+        raise ValueError(
+            f"cpus_per_trial {cpus} split over {max_workers} worker(s) needs more CPUs per worker"
+            f" than the largest node has ({worker_cpus}); lower cpus_per_trial or add workers")
+    return _capped(ResourcePlan(False, cpus, 0, max(1, total_cpus // cpus)), max_concurrent)
+
+
+def _capped(p: ResourcePlan, max_concurrent: int | None) -> ResourcePlan:
+    if max_concurrent is None or max_concurrent >= p.max_concurrent_trials:
+        return p
+    return ResourcePlan(p.use_gpu, p.cpus_per_trial, p.gpus_per_trial, max_concurrent,
+                        p.cpus_per_worker)
 
 
 def init_ray() -> bool:

@@ -23,6 +23,7 @@ def trials_table(records: list[TrialRecord], knobs: list[str]) -> pd.DataFrame:
         row.update({k: rec.knobs.get(k) for k in knobs})
         row.update({k: rec.metrics.get(k, math.nan) for k in LEADERBOARD_METRICS})
         row["epochs"] = rec.epochs
+        row["restarts"] = int(rec.metrics.get("restarts", 0))  # resumes after a worker died
         row["trial_wall_s"] = rec.wall_s if rec.wall_s is not None else math.nan
         row["reason"] = rec.reason or ""
         rows.append(row)

@@ -26,7 +26,8 @@ from trainables.datasets import ArrayData
 from trainables.workloads import data_meta, workload_data
 
 
-def prepare(spec: SearchSpec, data: ArrayData, total_cpus: int, total_gpus: int):
+def prepare(spec: SearchSpec, data: ArrayData, total_cpus: int, total_gpus: int,
+            worker_cpus: int | None = None):
     """Resolve and check the space against the hardware and data: every error before any trial."""
     probe_ctx = SpaceContext(use_gpu=total_gpus > 0, cpus_per_trial=spec.cpus_per_trial or
                              total_cpus, gpus_per_trial=max(total_gpus, 1),
@@ -36,7 +37,8 @@ def prepare(spec: SearchSpec, data: ArrayData, total_cpus: int, total_gpus: int)
     workers = domain_values(searched["workers"]) if "workers" in searched else \
         [base.get("workers", 1)]
     plan = resources.plan(total_cpus, total_gpus, cpus_per_trial=spec.cpus_per_trial,
-                          max_concurrent=spec.max_concurrent_trials, max_workers=max(workers))
+                          max_concurrent=spec.max_concurrent_trials, max_workers=max(workers),
+                          worker_cpus=worker_cpus)
     ctx = SpaceContext(use_gpu=plan.use_gpu, cpus_per_trial=plan.cpus_per_trial,
                        gpus_per_trial=max(plan.gpus_per_trial, 1), image_size=data.image_size,
                        workload=spec.workload)
@@ -102,7 +104,7 @@ def run_search(spec: SearchSpec, *, out: TextIO = sys.stdout,
             (out_dir / JOURNAL_FILE).unlink(missing_ok=True)
         out_dir.mkdir(parents=True, exist_ok=True)
         tracker = tracker or MlflowTracker(spec.resolved_tracking_uri(),
-                                           artifact_root=Path.cwd() / "mlartifacts",
+                                           artifact_root=spec.resolved_artifact_root(),
                                            fallback_dir=out_dir)
         print(f"search {spec.name!r}: {spec.num_trials} trials x {spec.epochs} epochs on "
               f"{data.describe()}", file=out)
@@ -131,6 +133,7 @@ def run_search(spec: SearchSpec, *, out: TextIO = sys.stdout,
             n_train=len(data.x_train), cpus_per_trial=plan.cpus_per_trial,
             use_gpu=plan.use_gpu, storage_path=str(out_dir / "train"), objective=objective,
             always_use_worker_group=spec.always_use_worker_group,
+            cpus_per_worker=plan.cpus_per_worker, placement=spec.placement,
         )
         trainable = tune.with_resources(
             tune.with_parameters(run_trial, ctx=ctx, datasets=datasets), trial_resources(ctx))

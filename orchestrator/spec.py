@@ -18,6 +18,7 @@ import yaml
 from orchestrator.objective import OBJECTIVES, make_objective
 from trainables.config import TrialConfig
 
+PLACEMENTS = ("PACK", "SPREAD")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
 
 
@@ -65,7 +66,8 @@ class SearchSpec:
     """Configs tried first (Optuna learns from them): a list of knob dicts, or 'seeds' for the
     settings the seed write-ups recommend, limited to the searched knobs."""
     cpus_per_trial: int | None = None
-    """CPUs one trial's workers share; default: all CPUs of the Ray cluster (fair timing)."""
+    """CPUs one trial's workers share; default: all CPUs of one machine (locally: all of them;
+    on a cluster: one node's; with GPUs: the CPUs beside the trial's GPUs). Fair timing."""
     max_concurrent_trials: int | None = None
     """Trials at once; default: as many as fit without sharing cores or GPUs."""
     always_use_worker_group: bool = False
@@ -75,6 +77,9 @@ class SearchSpec:
     """Where Ray's trial folders, the leaderboard and the best config are written."""
     tracking_uri: str | None = None
     """MLflow tracking URI; default: a SQLite file `mlflow.db` in the working directory."""
+    placement: str = "PACK"
+    """Where a trial's workers go on a multi-node cluster: 'PACK' (as few nodes as possible:
+    fast collectives) or 'SPREAD' (across nodes: more memory bandwidth, survives one node)."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not _NAME.match(self.name):
@@ -99,6 +104,9 @@ class SearchSpec:
             value = getattr(self, key)
             if value is not None and (not isinstance(value, int) or value < 1):
                 raise ValueError(f"{key} must be an integer >= 1 (got {value!r})")
+        if self.placement not in PLACEMENTS:
+            raise ValueError(f"placement must be one of {list(PLACEMENTS)} "
+                             f"(got {self.placement!r})")
         if self.objective not in OBJECTIVES:
             raise ValueError(f"objective must be one of {list(OBJECTIVES)} (got {self.objective!r})")
         self.make_objective()  # validates weight / target
@@ -148,6 +156,15 @@ class SearchSpec:
 
     def resolved_tracking_uri(self) -> str:
         return self.tracking_uri or f"sqlite:///{Path.cwd() / 'mlflow.db'}"
+
+    def resolved_artifact_root(self) -> Path | None:
+        """Where run artifacts go: beside a SQLite store's file (`mlartifacts/`); None lets a
+        tracking server choose. Never the working directory of a `ray job submit` job, which
+        Ray deletes after the job."""
+        uri = self.resolved_tracking_uri()
+        if uri.startswith("sqlite:///"):
+            return Path(uri.removeprefix("sqlite:///")).parent / "mlartifacts"
+        return None
 
     def to_dict(self) -> dict[str, Any]:
         """Plain data (what spec.yaml holds): objects given through the API become names."""

@@ -20,7 +20,8 @@ COMPILE_MODES = ("default", "reduce-overhead", "max-autotune")
 class TrialConfig:
     # ---- workload -------------------------------------------------------------------------------
     workload: str = "classifier"
-    """Model family from `trainables.models.MODELS` (or a user's builder passed through the API)."""
+    """Model family from `trainables.models.MODELS`, or a builder of your own as 'module:function'
+    (imported where the workers run)."""
     width: float = 1.0
     """Channel multiplier of the model: 0.5 halves every layer's channels (seed 003's 'filters halved')."""
     patch_size: int = 24

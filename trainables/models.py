@@ -100,6 +100,13 @@ def build_model(cfg: TrialConfig, meta: DataMeta, builder: ModelBuilder | None =
             raise TypeError(f"model builder {builder!r} returned {type(model).__name__}, "
                             "not a torch.nn.Module")
         return model
+    if cfg.workload not in MODELS and ":" in cfg.workload:
+        # A user's own builder by 'module:function', imported where the worker runs (the
+        # module must be importable there, e.g. shipped with `--working-dir`).
+        import importlib
+
+        module, _, name = cfg.workload.partition(":")
+        return getattr(importlib.import_module(module), name)(cfg, meta)
     if cfg.workload not in MODELS:
         raise ValueError(f"unknown workload {cfg.workload!r}; known: {sorted(MODELS)}")
     return MODELS[cfg.workload](cfg, meta)

@@ -39,6 +39,12 @@ class TrialContext:
     """Run single-worker trials through a TorchTrainer too (slower start, same training)."""
     objective: Callable[[dict, dict], dict] | None = None
     """Adds the objective value(s) to each reported metrics dict (runs in the Train controller)."""
+    cpus_per_worker: float | None = None
+    """Each worker's CPUs (GPU plans: the CPUs beside its GPU); None splits `cpus_per_trial`
+    over the trial's workers."""
+    placement: str = "PACK"
+    """Ray placement strategy of a trial's workers: 'PACK' (as few nodes as possible) or
+    'SPREAD' (one per node where it can)."""
 
 
 def trial_config(ctx: TrialContext, sampled: dict[str, Any]) -> TrialConfig:
@@ -90,7 +96,7 @@ def run_trial(sampled: dict[str, Any], ctx: TrialContext, datasets: dict) -> Non
     from trainables.worker import loop_config, run_in_tune, train_loop_per_worker
 
     cfg = trial_config(ctx, sampled)
-    cpus_per_worker = ctx.cpus_per_trial / cfg.workers
+    cpus_per_worker = ctx.cpus_per_worker or ctx.cpus_per_trial / cfg.workers
     if in_process(ctx, cfg):
         config = loop_config(cfg, ctx.meta, ctx.n_train, cpus_per_worker, ctx.model_builder)
         run_in_tune(config, datasets, ctx.objective, ctx.use_gpu)
@@ -108,7 +114,8 @@ def run_trial(sampled: dict[str, Any], ctx: TrialContext, datasets: dict) -> Non
                                       ctx.model_builder),
         torch_config=TorchConfig(backend="nccl" if ctx.use_gpu else "gloo"),
         scaling_config=ray.train.ScalingConfig(
-            num_workers=cfg.workers, use_gpu=ctx.use_gpu, resources_per_worker=resources
+            num_workers=cfg.workers, use_gpu=ctx.use_gpu, resources_per_worker=resources,
+            placement_strategy=ctx.placement,
         ),
         datasets=datasets,
         # A fixed split (a seed fixes the sample order); only training data is sharded: rank 0

@@ -82,6 +82,18 @@ def run(config: dict, session: Session) -> dict:
             dist.all_reduce(t)
         return t
 
+    # Nodes this trial's workers run on: shows the placement strategy. Ray node ids, not Train's
+    # node ranks (those group workers by IP address, which simulated nodes share).
+    import ray
+
+    node_ids = [ray.get_runtime_context().get_node_id()] * world
+    if world > 1:
+        dist.all_gather_object(node_ids, node_ids[0])
+    nodes = len(set(node_ids))
+
+    def report(metrics: dict, checkpoint=None) -> None:
+        session.report({**metrics, "nodes": nodes}, checkpoint)
+
     def save_checkpoint(state: dict, metrics: dict) -> None:
         # Every rank reports (a barrier); rank 0 alone writes, the others' state is identical.
         with tempfile.TemporaryDirectory() as tmp:
@@ -89,7 +101,7 @@ def run(config: dict, session: Session) -> dict:
             if session.rank == 0:
                 torch.save(state, os.path.join(tmp, CHECKPOINT_FILE))
                 checkpoint = session.checkpoint_cls.from_directory(tmp)
-            session.report(metrics, checkpoint)
+            report(metrics, checkpoint)
 
     def load_checkpoint() -> dict | None:
         checkpoint = session.get_checkpoint()
@@ -109,7 +121,7 @@ def run(config: dict, session: Session) -> dict:
         train_batches=train_feed,
         val_batches=val_feed,
         steps_per_epoch=steps,
-        report=lambda metrics: session.report(metrics, None),
+        report=report,
         all_reduce=all_reduce,
         wrap_model=wrap,
         device=device,

@@ -12,6 +12,12 @@ def test_spec_defaults_are_valid_and_round_trip():
     spec = SearchSpec()
     assert SearchSpec.from_dict(spec.to_dict()) == spec
     assert spec.resolved_tracking_uri().startswith("sqlite:///")
+    from pathlib import Path
+
+    assert spec.resolved_artifact_root() == Path.cwd() / "mlartifacts"  # beside ./mlflow.db
+    assert SearchSpec(tracking_uri="sqlite:////data/m.db").resolved_artifact_root().as_posix() \
+        == "/data/mlartifacts"
+    assert SearchSpec(tracking_uri="http://127.0.0.1:5000").resolved_artifact_root() is None
 
 
 @pytest.mark.parametrize(
@@ -34,6 +40,7 @@ def test_spec_defaults_are_valid_and_round_trip():
         ({"workload": "resnet"}, "workload must be one of"),
         ({"model": "no_such_module:build", "data": __file__}, "cannot import module"),
         ({"model": "search_spaces:default_space"}, "needs its own data"),
+        ({"placement": "spread"}, "placement must be one of"),
     ],
 )
 def test_spec_validation(options, message):
@@ -67,6 +74,7 @@ def test_spec_file_is_loaded_safely(tmp_path):
         (["search", "--set", "lr"], "KEY=VALUE"),
         (["search", "--time-weight", "-0.5"], "time_weight must be >= 0"),
         (["search", "--space", "nope"], "unknown space"),
+        (["search", "--placement", "STRICT_SPREAD"], "invalid choice"),
         (["train", "/no/such/best_config.json"], "does not exist"),
         (["resume", "/tmp"], "not a search folder"),
         (["search", "--warm-start", "[{\"width\": 3.0}]"], "outside the space"),
@@ -90,3 +98,11 @@ def test_cli_malformed_data_file_is_reported_before_ray(tmp_path, capsys, in_tmp
     assert main(["search", "--data", str(bad)]) == 2
     err = capsys.readouterr().err
     assert "not a readable .npz" in err
+
+
+def test_cli_placement_flag_reaches_the_spec():
+    from orchestrator.cli import build_parser, spec_from_args
+
+    args = build_parser().parse_args(["search", "--placement", "SPREAD"])
+    assert spec_from_args(args).placement == "SPREAD"
+    assert SearchSpec().placement == "PACK"

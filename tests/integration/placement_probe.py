@@ -1,0 +1,66 @@
+"""Runs two tiny searches on a simulated 2-node Ray cluster (`ray.cluster_utils.Cluster`), one
+with PACK and one with SPREAD placement, and prints what each trial's workers saw as JSON.
+
+Run by tests/integration/test_placement.py in a subprocess, because a simulated cluster and the
+suite's shared local Ray cannot both be connected in one process:
+    python -m tests.integration.placement_probe OUT_DIR
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+
+def main(out: Path) -> dict:
+    import ray
+    import ray._private.utils
+    from mlflow.tracking import MlflowClient
+    from ray.cluster_utils import Cluster
+
+    from orchestrator import SearchSpec, run_search
+    from orchestrator.resources import RAY_ENV
+    from tests.conftest import make_npz
+
+    # Cluster() writes its address to /tmp/ray/ray_current_cluster, where any `ray.init()` or
+    # Ray CLI on this machine would find and join it: keep it private.
+    ray._private.utils.write_ray_address = lambda *args, **kwargs: None
+    os.environ.update(RAY_ENV)  # the nodes' processes inherit it
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 0})
+    try:
+        for _ in range(2):
+            cluster.add_node(num_cpus=2)
+        cluster.wait_for_nodes()
+        cluster.connect()
+        data = make_npz(out / "tiny.npz")
+        report = {"address": cluster.address,
+                  "nodes": len([n for n in ray.nodes() if n["Alive"]])}
+        for placement in ("SPREAD", "PACK"):
+            spec = SearchSpec(
+                name=f"placement-{placement.lower()}", data=data, epochs=1, num_trials=1,
+                space={}, placement=placement, output_dir=str(out / "runs"),
+                tracking_uri=f"sqlite:///{out / 'mlflow.db'}",
+                base={"batch_size": 16, "lr": 0.01, "patch_size": 12, "width": 0.25,
+                      "workers": 2},
+            )
+            result = run_search(spec)
+            client = MlflowClient(spec.tracking_uri)
+            exp = client.get_experiment_by_name(spec.name)
+            child = [r for r in client.search_runs([exp.experiment_id])
+                     if r.data.tags.get("mlflow.parentRunId")][0]
+            report[placement] = {
+                "status": result.trials.iloc[0]["status"],
+                "nodes": child.data.metrics.get("final_nodes"),
+                "free_cpus_after": ray.available_resources().get("CPU", 0),
+            }
+        return report
+    finally:
+        ray.shutdown()
+        cluster.shutdown()
+
+
+if __name__ == "__main__":
+    out_dir = Path(sys.argv[1])
+    print("PLACEMENT " + json.dumps(main(out_dir)), flush=True)

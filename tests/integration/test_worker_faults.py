@@ -11,7 +11,10 @@ from orchestrator import SearchSpec, run_search
 pytestmark = pytest.mark.integration
 
 
-def test_killed_worker_resumes_from_checkpoint(ray_session, tmp_path):
+@pytest.mark.parametrize("workers", [2, 1], ids=["train-worker-group", "in-process-trial"])
+def test_killed_worker_resumes_from_checkpoint(ray_session, tmp_path, workers):
+    """2 workers: a Ray Train worker dies and Train's FailureConfig restarts the group. 1 worker:
+    the trial trains in its Tune process, which dies; Tune's FailureConfig restarts it."""
     from tests.conftest import make_npz
 
     spec = SearchSpec(
@@ -19,7 +22,8 @@ def test_killed_worker_resumes_from_checkpoint(ray_session, tmp_path):
         space={}, output_dir=str(tmp_path / "runs"),
         tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}",
         base={"batch_size": 16, "lr": 0.01, "patch_size": 12, "width": 0.25,
-              "checkpoint_every": 1, "workload": "tests.integration.faults:dies_once"},
+              "checkpoint_every": 1, "workload": "tests.integration.faults:dies_once",
+              "workers": workers},
     )
     result = run_search(spec)
 

@@ -165,17 +165,21 @@ def from_arrays(arrays: dict[str, np.ndarray], *, where: str = "arrays",
             raise DataError(f"{path}: x_val samples have shape {x_val.shape[1:]} "
                             f"but x samples have {x.shape[1:]}")
     else:
-        if not 0 < val_fraction < 1:
-            raise DataError(f"val_fraction must be in (0, 1), got {val_fraction}")
-        order = np.random.default_rng(0).permutation(len(x))
-        n_val = max(1, int(len(x) * val_fraction))
-        if n_val >= len(x):
-            raise DataError(f"{path}: {len(x)} samples are too few to hold out a validation set")
-        x_val, y_val = x[order[-n_val:]], y[order[-n_val:]]
-        x, y = x[order[:-n_val]], y[order[:-n_val]]
+        x, y, x_val, y_val = hold_out(x, y, val_fraction, where)
 
     num_classes = int(max(y.max(), y_val.max())) + 1
     return ArrayData(x, y, x_val, y_val, num_classes, source=source or where)
+
+
+def hold_out(x: np.ndarray, y: np.ndarray, val_fraction: float, where: str):
+    """(x, y, x_val, y_val): the last `val_fraction` of a seeded shuffle is held out."""
+    if not 0 < val_fraction < 1:
+        raise DataError(f"val_fraction must be in (0, 1), got {val_fraction}")
+    n_val = max(1, int(len(x) * val_fraction))
+    if n_val >= len(x):
+        raise DataError(f"{where}: {len(x)} samples are too few to hold out a validation set")
+    order = np.random.default_rng(0).permutation(len(x))
+    return x[order[:-n_val]], y[order[:-n_val]], x[order[-n_val:]], y[order[-n_val:]]
 
 
 def _check_pair(x: np.ndarray, y: np.ndarray, path, xname: str, yname: str):

@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from trainables.datasets import ArrayData, DataError, _check_pair
+from trainables.datasets import ArrayData, DataError, _check_pair, hold_out
 
 SUFFIXES = (".parquet", ".pq")
 SHAPE_KEY = b"shape"
@@ -62,14 +62,7 @@ def load_parquet(path: str | os.PathLike, *, x_column: str = "x", y_column: str 
             raise DataError(f"{val_path}: column '{x_column}' samples have shape "
                             f"{x_val.shape[1:]} but {path} has {x.shape[1:]}")
     else:
-        if not 0 < val_fraction < 1:
-            raise DataError(f"val_fraction must be in (0, 1), got {val_fraction}")
-        n_val = max(1, int(len(x) * val_fraction))
-        if n_val >= len(x):
-            raise DataError(f"{path}: {len(x)} samples are too few to hold out a validation set")
-        order = np.random.default_rng(0).permutation(len(x))
-        x_val, y_val = x[order[-n_val:]], y[order[-n_val:]]
-        x, y = x[order[:-n_val]], y[order[:-n_val]]
+        x, y, x_val, y_val = hold_out(x, y, val_fraction, str(path))
     num_classes = int(max(y.max(), y_val.max())) + 1
     return ArrayData(x, y, x_val, y_val, num_classes, source=source or str(path))
 

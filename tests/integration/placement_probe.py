@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
 
@@ -38,6 +39,13 @@ def main(out: Path) -> dict:
         report = {"address": cluster.address,
                   "nodes": len([n for n in ray.nodes() if n["Alive"]])}
         for placement in ("SPREAD", "PACK"):
+            # PACK is best effort: right after the previous trial's placement group is removed,
+            # Ray can still see a node as partly busy and spread. Start from an idle cluster.
+            deadline = time.time() + 30
+            while (ray.available_resources().get("CPU", 0)
+                   < ray.cluster_resources().get("CPU", 0)) and time.time() < deadline:
+                time.sleep(0.5)
+            time.sleep(2)
             spec = SearchSpec(
                 name=f"placement-{placement.lower()}", data=data, epochs=1, num_trials=1,
                 space={}, placement=placement, output_dir=str(out / "runs"),

@@ -4,6 +4,7 @@ leaderboard, best config, MLflow records.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
@@ -148,6 +149,13 @@ def run_search(spec: SearchSpec, *, out: TextIO = sys.stdout,
                          journal=out_dir / JOURNAL_FILE)
         callbacks = [book, JsonLoggerCallback()]  # result.json per trial, nothing heavier
         if resume:
+            # Trials the journal says finished are not re-run, even if Tune's last saved state
+            # (every 2 s) still had them running: they report their recorded result.
+            finished = {tid: {**rec.metrics, "status": rec.status, "done": True}
+                        for tid, rec in book.records.items() if rec.ended is not None}
+            trainable = tune.with_resources(
+                tune.with_parameters(run_trial, ctx=dataclasses.replace(ctx, finished=finished),
+                                     datasets=datasets), trial_resources(ctx))
             tuner = tune.Tuner.restore(str(out_dir), trainable=trainable,
                                        resume_unfinished=True, resume_errored=False)
             # The restored run config carries the dead driver's callbacks (unpickled from

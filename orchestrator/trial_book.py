@@ -99,7 +99,14 @@ class TrialBook(Callback):
     def _tag(self, rec: TrialRecord) -> str:
         return f"[trial {rec.number}/{self.num_trials} {rec.trial_id}]"
 
+    def _done_before(self, trial) -> bool:
+        """A trial the journal says finished before a resume: its record stands as it was."""
+        rec = self.records.get(trial.trial_id)
+        return rec is not None and rec.ended is not None
+
     def on_trial_start(self, iteration, trials, trial, **info):
+        if self._done_before(trial):
+            return
         old = self.records.get(trial.trial_id)
         number = old.number if old else len(self.records) + 1
         rec = TrialRecord(trial.trial_id, number, dict(trial.config), time.time())
@@ -109,6 +116,8 @@ class TrialBook(Callback):
         self.tracker.start_trial(rec.trial_id, rec.knobs)
 
     def on_trial_result(self, iteration, trials, trial, result, **info):
+        if self._done_before(trial):
+            return
         rec = self.records[trial.trial_id]
         rec.metrics = numeric_metrics(result)
         rec.epochs = int(result.get("epoch", rec.epochs))
@@ -141,6 +150,8 @@ class TrialBook(Callback):
                 f.write(json.dumps(dataclasses.asdict(rec), default=_plain) + "\n")
 
     def on_trial_complete(self, iteration, trials, trial, **info):
+        if self._done_before(trial):
+            return
         rec = self.records.get(trial.trial_id)
         status = rec.status if rec else "failed"
         # A trial that ends while still 'running' was stopped by the scheduler or the budget.

@@ -44,7 +44,7 @@ def _crop_in_pipeline(patch: int):
     def crop(batch: dict) -> dict:
         import torch
 
-        from trainables.crops import random_crop
+        from trainables.data.crops import random_crop
 
         x = random_crop(torch.from_numpy(batch["x"]), patch)
         return {"x": x.contiguous().numpy(), "y": batch["y"]}
@@ -57,9 +57,9 @@ def _bench_worker(config: dict) -> dict:
     import ray.train
     import torch
 
-    from trainables.crops import random_crop
-    from trainables.pipeline import ShardFeed, iter_batches
-    from trainables.shard_cache import TensorShard, epoch_order
+    from trainables.data.crops import random_crop
+    from trainables.data.pipeline import ShardFeed, iter_batches
+    from trainables.data.shard_cache import TensorShard, epoch_order
 
     torch.set_num_threads(1)
     cpu = torch.device("cpu")
@@ -139,8 +139,8 @@ def main() -> None:
     import ray.train
     from ray.train.torch import TorchTrainer
 
-    from trainables.datasets import ArrayData
-    from trainables.pipeline import data_config, to_ray_datasets
+    from trainables.data.arrays import ArrayData
+    from trainables.data.pipeline import data_config, to_ray_datasets
 
     ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
     ray.data.DataContext.get_current().enable_progress_bars = False

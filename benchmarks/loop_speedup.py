@@ -29,9 +29,9 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from trainables.config import TrialConfig  # noqa: E402
-from trainables.legacy import TECHNIQUES, fit_legacy  # noqa: E402
+from trainables.loop.legacy import TECHNIQUES, fit_legacy  # noqa: E402
 from trainables.loop import LoopIO, fit  # noqa: E402
-from trainables.workloads import DEFAULT_DATA, data_meta  # noqa: E402
+from trainables.workloads import WORKLOADS  # noqa: E402
 
 SETTINGS = {
     "classifier": dict(width=1.0, patch_size=24, batch_size=64, lr=3e-3),
@@ -65,8 +65,8 @@ def main(argv=None) -> None:
 
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     torch.set_num_threads(torch.get_num_threads())
-    data = DEFAULT_DATA[args.workload]()
-    meta = data_meta(data)
+    data = WORKLOADS[args.workload].data()
+    meta = data.meta()
     n = args.samples or len(data.x_train)
     x, y = torch.from_numpy(data.x_train[:n]), torch.from_numpy(data.y_train[:n])
     xv, yv = torch.from_numpy(data.x_val).to(device), torch.from_numpy(data.y_val).to(device)

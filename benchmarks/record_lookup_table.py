@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from trainables.config import TrialConfig  # noqa: E402
 from trainables.loop import LoopIO, fit  # noqa: E402
-from trainables.workloads import DEFAULT_DATA, data_meta  # noqa: E402
+from trainables.workloads import WORKLOADS  # noqa: E402
 
 GRID = {
     "precision": ["fp32", "bf16-mixed"],
@@ -38,8 +38,8 @@ def main(argv=None) -> None:
     ap.add_argument("--epochs", type=int, default=2)
     ap.add_argument("--out", default=str(OUT))
     args = ap.parse_args(argv)
-    data = DEFAULT_DATA["classifier"]()
-    meta = data_meta(data)
+    data = WORKLOADS["classifier"].data()
+    meta = data.meta()
     x = torch.from_numpy(data.x_train[: args.samples])
     y = torch.from_numpy(data.y_train[: args.samples])
     xv, yv = torch.from_numpy(data.x_val), torch.from_numpy(data.y_val)

@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from orchestrator import SearchSpec, run_search  # noqa: E402
 from trainables.config import TrialConfig  # noqa: E402
-from trainables.models import DataMeta  # noqa: E402
+from trainables.data.arrays import DataMeta  # noqa: E402
 
 
 def build(cfg: TrialConfig, meta: DataMeta) -> nn.Module:

@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 
 from orchestrator.api import SearchResult, SearchSpec, resume_search, run_search, train_config
-from trainables.datasets import DataError
+from trainables.data.arrays import DataError
 
 KNOBS_SHOWN = 8  # knob columns printed in the console leaderboard
 

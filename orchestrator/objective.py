@@ -12,12 +12,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from trainables.status import FAILED_STATUSES
+
 ACCURACY, TIME = "val_score", "train_time_s"
 
 # A trial that diverged or could not run scores below anything a real trial can score, so
 # Optuna learns to avoid its region (TPE ranks values; the size of the gap does not matter).
 FAILED_SCORE = -1e9
-FAILED_STATUSES = ("diverged", "infeasible")
 
 
 def projected_time(metrics: dict) -> float:

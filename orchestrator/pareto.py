@@ -14,9 +14,7 @@ from collections.abc import Sequence
 import pandas as pd
 
 from orchestrator.objective import ACCURACY, TIME
-
-# Statuses of trials that ran to a valid end (also what the leaderboard ranks).
-RANKABLE = ("completed", "early_stopped")
+from trainables.status import RANKABLE
 
 
 def pareto_mask(scores: Sequence[float], times: Sequence[float]) -> list[bool]:

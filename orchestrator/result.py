@@ -8,7 +8,8 @@ from typing import Any
 
 import pandas as pd
 
-from orchestrator.pareto import RANKABLE, pareto_mask
+from orchestrator.pareto import pareto_mask
+from trainables.status import RANKABLE
 from orchestrator.trial_book import TrialRecord
 
 LEADERBOARD_METRICS = ["val_score", "train_time_s", "samples_per_s", "objective",
@@ -64,7 +65,6 @@ class SearchResult:
     wall_time_s: float
     knobs: list[str] = field(default_factory=list)
     """The searched knobs (the leaderboard's config columns)."""
-    extras: dict[str, Any] = field(default_factory=dict)
 
     def leaderboard(self, knobs: list[str] | None = None) -> str:
         if self.trials.empty:

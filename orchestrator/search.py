@@ -23,8 +23,8 @@ from orchestrator.trial_book import TrialBook
 from search_spaces import SpaceContext, check_space, domain_values, resolve_space
 from search_spaces.warm_start import warm_start_points
 from trainables.config import TrialConfig
-from trainables.datasets import ArrayData
-from trainables.workloads import data_meta, workload_data
+from trainables.data.arrays import ArrayData
+from trainables.workloads import workload_data
 
 
 def prepare(spec: SearchSpec, data: ArrayData, total_cpus: int, total_gpus: int,
@@ -83,8 +83,8 @@ def run_search(spec: SearchSpec, *, out: TextIO = sys.stdout,
     from ray.tune.logger import JsonLoggerCallback
     from ray.tune.schedulers import ASHAScheduler
 
-    from trainables.pipeline import to_ray_datasets
-    from trainables.trial import TrialContext, run_trial, trial_resources
+    from trainables.data.pipeline import to_ray_datasets
+    from trainables.trial.trainable import TrialContext, run_trial, trial_resources
 
     started = time.time()
     objective = spec.make_objective()
@@ -130,7 +130,7 @@ def run_search(spec: SearchSpec, *, out: TextIO = sys.stdout,
              "finished": False}, indent=2, default=str))
         datasets = to_ray_datasets(data)  # into the object store once; every trial shares it
         ctx = TrialContext(
-            base=base, meta=data_meta(data), model_builder=spec.resolved_model(),
+            base=base, meta=data.meta(), model_builder=spec.resolved_model(),
             n_train=len(data.x_train), cpus_per_trial=plan.cpus_per_trial,
             use_gpu=plan.use_gpu, storage_path=str(out_dir / "train"), objective=objective,
             always_use_worker_group=spec.always_use_worker_group,

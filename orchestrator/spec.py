@@ -90,10 +90,10 @@ class SearchSpec:
             raise ValueError("a custom model needs its own data: pass data (an .npz, a folder "
                              "of .npy volumes, or arrays)")
         self.resolved_model()  # a bad module:function path fails now
-        from trainables.workloads import DEFAULT_DATA
+        from trainables.workloads import WORKLOADS
 
-        if self.model is None and self.workload not in DEFAULT_DATA:
-            raise ValueError(f"workload must be one of {sorted(DEFAULT_DATA)} (got "
+        if self.model is None and self.workload not in WORKLOADS:
+            raise ValueError(f"workload must be one of {sorted(WORKLOADS)} (got "
                              f"{self.workload!r}); or pass your own model")
         for key, value, lowest in (("epochs", self.epochs, 1), ("num_trials", self.num_trials, 1)):
             if not isinstance(value, int) or isinstance(value, bool) or value < lowest:
@@ -142,7 +142,7 @@ class SearchSpec:
     @property
     def arrays(self):
         """In-memory data given through the API (an ArrayData or a dict of arrays), else None."""
-        from trainables.datasets import ArrayData, from_arrays
+        from trainables.data.arrays import ArrayData, from_arrays
 
         if isinstance(self.data, ArrayData):
             return self.data

@@ -1,40 +1,65 @@
-"""Built-in workloads: which model a workload name builds and which data it trains on by default.
+"""Built-in workloads: ONE registry of what a workload name trains and on which data by default.
 
     classifier  2D CNN image classifier on the synthetic part-combination images
-    unet3d      3D UNet segmentation on synthetic organelle volumes (seed 003)
+    unet3d      3D UNet segmentation on synthetic organelle volumes
 
-A user's own model plugs in as a builder (cfg, meta) -> nn.Module with their own data.
+A user's own model plugs in as a builder (cfg, meta) -> nn.Module, given as an object through the
+Python API or as 'module:function' (imported where the workers run), with the user's own data.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
-from pathlib import Path
+from dataclasses import dataclass
 
-from trainables.datasets import ArrayData, cached_synthetic_images, load_data
-from trainables.models import DataMeta
-from trainables.volumes import cached_synthetic_volumes, load_volume_folder
+from torch import nn
 
-DEFAULT_DATA: dict[str, Callable[[], ArrayData]] = {
-    "classifier": cached_synthetic_images,
-    "unet3d": cached_synthetic_volumes,
+from trainables.config import TrialConfig
+from trainables.data.arrays import ArrayData, DataMeta
+from trainables.data.load import load_data
+from trainables.data.synthetic import cached_synthetic_images
+from trainables.data.volumes import cached_synthetic_volumes
+from trainables.models import ModelBuilder, build_classifier, build_unet3d
+
+
+@dataclass(frozen=True)
+class Workload:
+    data: Callable[[], ArrayData]
+    """The built-in data set (generated on first use, then cached)."""
+    model: ModelBuilder
+
+
+WORKLOADS: dict[str, Workload] = {
+    "classifier": Workload(data=cached_synthetic_images, model=build_classifier),
+    "unet3d": Workload(data=cached_synthetic_volumes, model=build_unet3d),
 }
 
 
 def workload_data(workload: str, path: str | None) -> ArrayData:
     """The user's data when a path is given (an .npz, a Parquet file, or a folder of .npy
     volumes), else the workload's built-in synthetic set."""
-    if path is None:
-        if workload not in DEFAULT_DATA:
-            raise ValueError(f"workload {workload!r} has no built-in data; pass --data "
-                             f"(built-in: {sorted(DEFAULT_DATA)})")
-        return DEFAULT_DATA[workload]()
-    if Path(path).is_dir():
-        return load_volume_folder(path)
-    return load_data(path)
+    if path is not None:
+        return load_data(path)
+    if workload not in WORKLOADS:
+        raise ValueError(f"workload {workload!r} has no built-in data; pass --data "
+                         f"(built-in: {sorted(WORKLOADS)})")
+    return WORKLOADS[workload].data()
 
 
-def data_meta(data: ArrayData) -> DataMeta:
-    spatial = data.x_train.ndim - 2
-    task = "segment" if data.y_train.ndim > 1 else "classify"
-    return DataMeta(data.in_channels, data.num_classes, task=task, spatial_dims=spatial)
+def build_model(cfg: TrialConfig, meta: DataMeta, builder: ModelBuilder | None = None) -> nn.Module:
+    """The model for `cfg.workload`, or `builder` (a user's own) when one is given."""
+    if builder is None and cfg.workload not in WORKLOADS and ":" in cfg.workload:
+        # A user's own builder by 'module:function', imported where the worker runs (the
+        # module must be importable there, e.g. shipped with `--working-dir`).
+        module, _, name = cfg.workload.partition(":")
+        builder = getattr(importlib.import_module(module), name)
+    if builder is not None:
+        model = builder(cfg, meta)
+        if not isinstance(model, nn.Module):
+            raise TypeError(f"model builder {builder!r} returned {type(model).__name__}, "
+                            "not a torch.nn.Module")
+        return model
+    if cfg.workload not in WORKLOADS:
+        raise ValueError(f"unknown workload {cfg.workload!r}; known: {sorted(WORKLOADS)}")
+    return WORKLOADS[cfg.workload].model(cfg, meta)

@@ -20,7 +20,7 @@ from mlflow.tracking import MlflowClient
 from orchestrator.search import _finish
 from orchestrator.spec import SearchSpec
 from orchestrator.tracking import MlflowTracker
-from orchestrator.tracking_buffer import main as import_journal
+from orchestrator.tracking.outbox import main as import_journal
 from orchestrator.trial_book import TrialBook
 
 pytestmark = pytest.mark.mlflow_server

@@ -5,9 +5,9 @@ from __future__ import annotations
 import torch
 
 from trainables.config import TrialConfig
-from trainables.datasets import load_npz
+from trainables.data.npz import load_npz
 from trainables.loop import LoopIO, fit
-from trainables.models import DataMeta
+from trainables.data.arrays import DataMeta
 
 
 def fit_local(npz_path: str, reports: list | None = None, io_overrides: dict | None = None,
@@ -35,7 +35,7 @@ def fit_local(npz_path: str, reports: list | None = None, io_overrides: dict | N
 
 
 def fit_legacy_local(npz_path: str, reports: list | None = None, **settings) -> dict:
-    from trainables.legacy import fit_legacy
+    from trainables.loop.legacy import fit_legacy
 
     data = load_npz(npz_path)
     cfg = TrialConfig(loop="legacy", **settings)

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from trainables.crops import center_crop, random_crop
+from trainables.data.crops import center_crop, random_crop
 
 
 @pytest.mark.parametrize("shape", [(64, 2, 20, 24), (16, 1, 12, 10, 14)])

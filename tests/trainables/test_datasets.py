@@ -6,7 +6,9 @@ import numpy as np
 import pytest
 
 from tests.conftest import make_npz
-from trainables.datasets import DataError, cached_synthetic_images, load_npz, synthetic_images
+from trainables.data.arrays import DataError
+from trainables.data.npz import load_npz
+from trainables.data.synthetic import cached_synthetic_images, synthetic_images
 
 
 def test_npz_with_validation_arrays(tmp_path):

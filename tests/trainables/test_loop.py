@@ -9,9 +9,10 @@ import torch
 from torch import nn
 
 from tests.trainables.helpers import fit_local
-from trainables import models
 from trainables.config import TrialConfig
-from trainables.models import DataMeta, build_classifier
+from trainables.data.arrays import DataMeta
+from trainables.models import build_classifier
+from trainables.workloads import WORKLOADS, Workload
 
 TINY = dict(patch_size=12, width=0.5, batch_size=16, lr=1e-2)
 
@@ -36,7 +37,7 @@ def _autocast_probe(monkeypatch):
         first_conv.register_forward_hook(lambda mod, inp, out: seen.append(out.dtype))
         return model
 
-    monkeypatch.setitem(models.MODELS, "probe", builder)
+    monkeypatch.setitem(WORKLOADS, "probe", Workload(data=lambda: None, model=builder))
     return seen
 
 
@@ -144,8 +145,7 @@ def test_legacy_and_optimized_loops_reach_comparable_accuracy(tiny_npz):
 
 def test_segmentation_task_learns_and_reports_dice():
     from trainables.loop import LoopIO, fit
-    from trainables.volumes import synthetic_volumes
-    from trainables.workloads import data_meta
+    from trainables.data.volumes import synthetic_volumes
 
     data = synthetic_volumes(n_train=1, n_val=1, size=48)
     x, y = torch.from_numpy(data.x_train), torch.from_numpy(data.y_train)
@@ -154,7 +154,7 @@ def test_segmentation_task_learns_and_reports_dice():
     reports: list[dict] = []
     io = LoopIO(train_batches=lambda e: ((x[i:i + 2], y[i:i + 2]) for i in range(0, len(x) - 1, 2)),
                 val_batches=lambda: [(xv, yv)], steps_per_epoch=len(x) // 2, report=reports.append)
-    final = fit(cfg, data_meta(data), io)
+    final = fit(cfg, data.meta(), io)
     assert final["status"] == "completed"
     assert 0 < final["val_dice"] <= 1 and 0 < final["val_iou"] <= final["val_dice"]
     assert final["val_score"] == final["val_dice"]

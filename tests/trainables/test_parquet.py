@@ -12,8 +12,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from trainables.datasets import DataError, load_data
-from trainables.parquet import load_parquet, read_columns, write_parquet
+from trainables.data.arrays import DataError
+from trainables.data.load import load_data
+from trainables.data.parquet import load_parquet, read_columns, write_parquet
 
 
 def arrays(n=40, shape=(1, 8, 8), seed=0):

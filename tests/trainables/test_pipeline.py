@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 import torch
 
-from trainables.datasets import ArrayData
-from trainables.pipeline import ShardFeed, data_config, to_ray_datasets
-from trainables.shard_cache import epoch_order
+from trainables.data.arrays import ArrayData
+from trainables.data.pipeline import ShardFeed, data_config, to_ray_datasets
+from trainables.data.shard_cache import epoch_order
 
 N, BATCH, EPOCHS = 200, 8, 3
 

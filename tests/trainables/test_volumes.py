@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import torch
 
-from trainables.datasets import DataError
-from trainables.tasks import sliding_window, window_starts
-from trainables.volumes import CHUNK, load_volume_folder, synthetic_volumes
+from trainables.data.arrays import DataError
+from trainables.loop.tasks import sliding_window, window_starts
+from trainables.data.volumes import CHUNK, load_volume_folder, synthetic_volumes
 
 
 def test_synthetic_volumes_are_deterministic_chunks_with_labels():

@@ -1,7 +1,7 @@
 """The code that talks to MLflow: one experiment per search, a parent run per search, a child run
 per trial.
 
-Every operation is safe to repeat (the outbox in `tracking_buffer` retries whatever failed, and may
+Every operation is safe to repeat (the outbox in `outbox` retries whatever failed, and may
 replay a whole search into another store): runs are found again by key before one is created,
 metrics carry the timestamp of the event rather than of the write (MLflow keeps one copy of an
 identical point), params are the same values, tags and artifacts are overwritten.
@@ -14,16 +14,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-# Trial status -> MLflow run status.
-RUN_STATUS = {
-    "completed": "FINISHED",
-    "early_stopped": "FINISHED",
-    "pruned": "KILLED",
-    "stopped": "KILLED",
-    "diverged": "FAILED",
-    "infeasible": "FAILED",
-    "failed": "FAILED",
-}
+from trainables.status import mlflow_run_status
 
 TRIAL_ID_TAG = "orchestrator.trial_id"
 PARENT_TAG = "mlflow.parentRunId"
@@ -99,7 +90,7 @@ class MlflowWriter:
         )
         return found[0].info.run_id if found else None
 
-    # -- operations (each one a step of the outbox; see tracking_buffer) --------------------
+    # -- operations (each one a step of the outbox; see outbox) --------------------
     def start_search(self, name: str, params: dict[str, Any], artifacts: dict[str, str | bytes],
                      tags: dict[str, str], parent_run_id: str | None = None) -> None:
         self.experiment_id = self._experiment(name)
@@ -149,7 +140,7 @@ class MlflowWriter:
             tags["failure_reason"] = reason[:4000]
         final = {f"final_{k}": v for k, v in metrics.items()}
         self._log(run_id, metrics=final, tags=tags, timestamp_ms=timestamp_ms)
-        self.client.set_terminated(run_id, RUN_STATUS.get(status, "FAILED"))
+        self.client.set_terminated(run_id, mlflow_run_status(status))
 
     def end_search(self, artifacts: dict[str, str | bytes], trial_tags: dict[str, dict[str, str]],
                    metrics: dict[str, float], timestamp_ms: int) -> None:

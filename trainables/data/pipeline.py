@@ -5,7 +5,7 @@ them in the object store once; every trial gets references to the same blocks. I
 worker, `ray.train.get_dataset_shard` gives this worker's share, and `ShardFeed` serves it to
 the loop in one of two ways (`TrialConfig.cache_shard`):
 - cached (default): the shard is read once, whole blocks at a time, into tensors in the worker's
-  memory (`trainables.shard_cache`); every epoch is then a seeded randperm over them, at about
+  memory (`trainables.data.shard_cache`); every epoch is then a seeded randperm over them, at about
   the speed of indexing in-memory tensors;
 - streamed: every epoch goes through `iter_torch_batches` again (prefetched by a background
   thread), shuffled by a seeded local buffer; 0.1-0.35x of raw speed here.
@@ -22,8 +22,8 @@ import numpy as np
 import pyarrow as pa
 import torch
 
-from trainables.datasets import ArrayData
-from trainables.shard_cache import TensorShard, shuffle_seed
+from trainables.data.arrays import ArrayData
+from trainables.data.shard_cache import TensorShard, shuffle_seed
 
 # Rows per Arrow block. Few large blocks keep per-block scheduling overhead off the hot path;
 # many small ones shard more evenly across workers. 1024 rows of 32x32 float32 = 4 MiB.

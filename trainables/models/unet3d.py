@@ -10,7 +10,8 @@ import torch
 from torch import nn
 
 from trainables.config import TrialConfig
-from trainables.models import CheckpointedSequential, DataMeta
+from trainables.data.arrays import DataMeta
+from trainables.models.blocks import CheckpointedSequential
 
 
 def _double_conv(c_in: int, c_out: int) -> nn.Sequential:

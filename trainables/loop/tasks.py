@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from trainables.crops import center_crop, random_crop
+from trainables.data.crops import center_crop, random_crop
 
 
 class ClassifyTask:

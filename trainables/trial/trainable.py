@@ -17,7 +17,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from trainables.config import TrialConfig
-from trainables.models import DataMeta
+from trainables.data.arrays import DataMeta
+
+# Worker-group restarts per trial (from the last checkpoint) before the trial fails.
+WORKER_RESTARTS = 2
 
 
 @dataclass(frozen=True)
@@ -33,8 +36,6 @@ class TrialContext:
     storage_path: str
     model_builder: Callable | None = None
     """A user's own model builder (cfg, meta) -> nn.Module; None uses the config's workload."""
-    max_failures: int = 2
-    """Worker-group restarts per trial (from the last checkpoint) before the trial fails."""
     finished: dict[str, dict] | None = None
     """Resume: trial id -> final metrics of trials that finished before the driver died. Tune
     may restore one as unfinished (its state is saved every few seconds); it is not re-run."""
@@ -95,8 +96,8 @@ def _objective_report(objective: Callable[[dict], dict] | None):
 def run_trial(sampled: dict[str, Any], ctx: TrialContext, datasets: dict) -> None:
     import ray.train
     from ray.train.torch import TorchConfig, TorchTrainer
-    from trainables.pipeline import data_config
-    from trainables.worker import loop_config, run_in_tune, train_loop_per_worker
+    from trainables.data.pipeline import data_config
+    from trainables.trial.worker import TrialPlan, run_in_tune, train_loop_per_worker
 
     import ray.tune
 
@@ -106,21 +107,19 @@ def run_trial(sampled: dict[str, Any], ctx: TrialContext, datasets: dict) -> Non
         return
     cfg = trial_config(ctx, sampled)
     cpus_per_worker = ctx.cpus_per_worker or ctx.cpus_per_trial / cfg.workers
+    plan = TrialPlan(cfg=cfg, meta=ctx.meta, n_train=ctx.n_train,
+                     threads=max(1, int(cpus_per_worker)), model_builder=ctx.model_builder)
     if in_process(ctx, cfg):
-        config = loop_config(cfg, ctx.meta, ctx.n_train, cpus_per_worker, ctx.model_builder)
-        run_in_tune(config, datasets, ctx.objective, ctx.use_gpu)
+        run_in_tune(plan, datasets, ctx.objective, ctx.use_gpu)
         return
     resources = {"CPU": cpus_per_worker}
     if ctx.use_gpu:
         resources["GPU"] = 1
 
-    import ray.tune
-
     trial_name = ray.tune.get_context().get_trial_name()
     trainer = TorchTrainer(
         train_loop_per_worker,
-        train_loop_config=loop_config(cfg, ctx.meta, ctx.n_train, cpus_per_worker,
-                                      ctx.model_builder),
+        train_loop_config={"plan": plan},
         torch_config=TorchConfig(backend="nccl" if ctx.use_gpu else "gloo"),
         scaling_config=ray.train.ScalingConfig(
             num_workers=cfg.workers, use_gpu=ctx.use_gpu, resources_per_worker=resources,
@@ -134,7 +133,7 @@ def run_trial(sampled: dict[str, Any], ctx: TrialContext, datasets: dict) -> Non
             name=trial_name,
             storage_path=ctx.storage_path,
             callbacks=[_objective_report(ctx.objective)],
-            failure_config=ray.train.FailureConfig(max_failures=ctx.max_failures),
+            failure_config=ray.train.FailureConfig(max_failures=WORKER_RESTARTS),
             # Only the latest checkpoint is ever resumed from.
             checkpoint_config=ray.train.CheckpointConfig(num_to_keep=1),
         ),

@@ -1,4 +1,4 @@
-"""Where a trial's loop runs: adapts `loop.fit` to a Ray session.
+"""Where a trial's loop runs: adapts `fit` to a Ray session.
 
 Two sessions run the same code:
 * a Ray Train worker (`train_loop_per_worker`): one of `workers` data-parallel processes, with its
@@ -9,7 +9,6 @@ Two sessions run the same code:
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import tempfile
 from collections.abc import Callable
@@ -19,23 +18,28 @@ from typing import Any
 import torch
 
 from trainables.config import TrialConfig
-from trainables.loop import LoopIO, fit
-from trainables.models import DataMeta
-from trainables.pipeline import ShardFeed, iter_batches
+from trainables.data.arrays import DataMeta
+from trainables.data.pipeline import ShardFeed, iter_batches
+from trainables.loop import LoopIO, fit, fit_legacy
+from trainables.loop.io import identity
+from trainables.models import ModelBuilder
 
 CHECKPOINT_FILE = "state.pt"
 
 
-def loop_config(cfg: TrialConfig, meta: DataMeta, n_train: int, cpus_per_worker: float,
-                model_builder=None) -> dict:
-    """The picklable dict handed to every worker."""
-    return {
-        "trial": cfg.to_dict(),
-        "meta": dataclasses.asdict(meta),
-        "n_train": n_train,
-        "threads": max(1, int(cpus_per_worker)),
-        "model_builder": model_builder,
-    }
+@dataclass(frozen=True)
+class TrialPlan:
+    """Everything a worker needs to train one trial: handed over as it is (pickled by Ray),
+    never flattened to a dict and parsed back."""
+
+    cfg: TrialConfig
+    meta: DataMeta
+    n_train: int
+    """Training samples of the whole data set (the shards split them)."""
+    threads: int
+    """Intra-op threads of each worker: the CPUs it holds."""
+    model_builder: ModelBuilder | None = None
+    """A user's own model builder; None builds `cfg.workload`."""
 
 
 @dataclass
@@ -54,18 +58,17 @@ class Session:
     checkpoint_cls: Any
 
 
-def run(config: dict, session: Session) -> dict:
+def run(plan: TrialPlan, session: Session) -> dict:
     import torch.distributed as dist
 
-    cfg = TrialConfig.from_dict(config["trial"])
-    meta = DataMeta(**config["meta"])
+    cfg, meta = plan.cfg, plan.meta
     # Each worker owns `threads` cores; more intra-op threads than cores only adds contention.
-    torch.set_num_threads(config["threads"])
+    torch.set_num_threads(plan.threads)
     world, device = session.world_size, session.device
     batch = cfg.per_worker_batch
     # drop_last keeps every step's shape fixed (cuDNN benchmark, compile) and every worker's step
     # count equal (a DDP requirement).
-    steps = config["n_train"] // world // batch
+    steps = plan.n_train // world // batch
 
     def feed(shard, train: bool) -> ShardFeed:
         # cache_shard: one pass through Ray Data, then epochs indexed from tensors in memory (near
@@ -112,7 +115,7 @@ def run(config: dict, session: Session) -> dict:
             return torch.load(os.path.join(folder, CHECKPOINT_FILE), map_location=device,
                               weights_only=True)
 
-    wrap = _identity
+    wrap = identity
     if world > 1:
         import ray.train.torch
 
@@ -129,7 +132,7 @@ def run(config: dict, session: Session) -> dict:
         save_checkpoint=save_checkpoint,
         load_checkpoint=load_checkpoint,
         rank=session.rank,
-        model_builder=config.get("model_builder"),
+        model_builder=plan.model_builder,
     )
     try:
         return _fit(cfg, meta, io, session)
@@ -147,8 +150,6 @@ def run(config: dict, session: Session) -> dict:
 
 def _fit(cfg: TrialConfig, meta: DataMeta, io: LoopIO, session: Session) -> dict:
     if cfg.loop == "legacy":
-        from trainables.legacy import fit_legacy
-
         # The legacy loop reads this worker's shard into tensors and serves it through a
         # DataLoader with worker processes, as the seeds' "before" code did.
         parts = list(iter_batches(session.train, batch_size=1024, prefetch_batches=0,
@@ -159,12 +160,8 @@ def _fit(cfg: TrialConfig, meta: DataMeta, io: LoopIO, session: Session) -> dict
     return fit(cfg, meta, io)
 
 
-def _identity(model):
-    return model
-
-
 def train_loop_per_worker(config: dict) -> dict:
-    """Ray Train entry point: one data-parallel worker."""
+    """Ray Train entry point: one data-parallel worker; `config` is {"plan": TrialPlan}."""
     import ray.train
     import ray.train.torch
 
@@ -176,10 +173,10 @@ def train_loop_per_worker(config: dict) -> dict:
         report=lambda metrics, checkpoint: ray.train.report(metrics, checkpoint=checkpoint),
         get_checkpoint=ray.train.get_checkpoint, checkpoint_cls=ray.train.Checkpoint,
     )
-    return run(config, session)
+    return run(config["plan"], session)
 
 
-def run_in_tune(config: dict, datasets: dict, objective: Callable[[dict, dict], dict] | None,
+def run_in_tune(plan: TrialPlan, datasets: dict, objective: Callable[[dict, dict], dict] | None,
                 use_gpu: bool) -> dict:
     """A single-worker trial inside the Tune trial process: same pipeline and loop, reported
     through `ray.tune.report`, checkpointed through Tune (its FailureConfig restarts it)."""
@@ -198,4 +195,4 @@ def run_in_tune(config: dict, datasets: dict, objective: Callable[[dict, dict], 
         report=report, get_checkpoint=ray.tune.get_checkpoint,
         checkpoint_cls=ray.tune.Checkpoint,
     )
-    return run(config, session)
+    return run(plan, session)

@@ -3,22 +3,19 @@
 Everything is logged from the search driver (never from cluster workers, which then need no
 access to the tracking store), in batches: one `log_batch` call per trial event. The MLflow
 writes themselves live in `mlflow_writer`; holding and retrying them through an outage of the
-tracking server in `tracking_buffer`.
+tracking server in `outbox`.
 """
 
 from __future__ import annotations
 
 import os
-import platform
-import subprocess
 import time
 from pathlib import Path
 from typing import Any, TextIO
 
-from orchestrator.mlflow_writer import RUN_STATUS, MlflowWriter
-from orchestrator.tracking_buffer import Outbox
-
-__all__ = ["RUN_STATUS", "MlflowTracker", "NullTracker", "Tracker", "environment_tags"]
+from orchestrator.tracking.environment import environment_tags
+from orchestrator.tracking.mlflow_writer import MlflowWriter
+from orchestrator.tracking.outbox import Outbox
 
 # MLflow's REST client retries a failed request for minutes by default; the outbox retries
 # instead, so a server outage costs the Tune driver one short request per try.
@@ -53,31 +50,10 @@ class Tracker:
 NullTracker = Tracker
 
 
-def environment_tags() -> dict[str, str]:
-    import optuna
-    import ray
-    import torch
-
-    device = torch.cuda.get_device_name(0) if torch.cuda.is_available() else \
-        f"cpu ({platform.processor() or platform.machine()})"
-    try:
-        git = {"capture_output": True, "text": True, "timeout": 5, "cwd": Path(__file__).parent}
-        sha = subprocess.run(["git", "rev-parse", "HEAD"], **git).stdout.strip()
-        # Uncommitted changes mean the sha alone does not name the code that ran.
-        if sha and subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
-                                  **git).stdout.strip():
-            sha += "-dirty"
-    except (OSError, subprocess.SubprocessError):
-        sha = ""
-    return {"env.torch": torch.__version__, "env.ray": ray.__version__,
-            "env.optuna": optuna.__version__, "env.python": platform.python_version(),
-            "env.device": device, "env.git_sha": sha or "unknown"}
-
-
 class MlflowTracker(Tracker):
     """One experiment per search name, a parent run per search, a child run per trial (found
     again by trial id, so a resumed search doubles nothing). No MLflow error reaches the search:
-    what cannot be written now is held and retried (see `tracking_buffer`)."""
+    what cannot be written now is held and retried (see `outbox`)."""
 
     def __init__(self, tracking_uri: str, artifact_root: Path | None = None, *,
                  parent_run_id: str | None = None, fallback_dir: Path | None = None,
@@ -111,11 +87,6 @@ class MlflowTracker(Tracker):
     @property
     def parent_run_id(self) -> str | None:  # type: ignore[override]
         return self.writer.parent_run_id or self.resume_parent_run_id
-
-    @property
-    def runs(self) -> dict[str, str]:
-        """Trial id -> MLflow run id, for the trials whose runs exist in the store so far."""
-        return self.writer.runs
 
     def start_search(self, name: str, params: dict[str, Any],
                      artifacts: dict[str, str | bytes], parent_run_id: str | None = None) -> None:

@@ -8,7 +8,7 @@ ends, the queue is retried with backoff for a bounded window; if the store is st
 whole journal is replayed into a local SQLite store next to the search's other outputs and saved
 as JSON, so it can be imported into the server later:
 
-    python -m orchestrator.tracking_buffer runs/NAME/mlflow-journal.json --tracking-uri URI
+    python -m orchestrator.tracking.outbox runs/NAME/mlflow-journal.json --tracking-uri URI
 
 Steps are safe to repeat (see `mlflow_writer`), so a step whose write reached the server but whose
 answer was lost, or a replay of a journal partly written already, doubles nothing.
@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Any, TextIO
 
-from orchestrator.mlflow_writer import MlflowWriter
+from orchestrator.tracking.mlflow_writer import MlflowWriter
 
 # MLflow errors that retrying cannot fix: the store answered and refused the write.
 _REFUSALS = {"INVALID_PARAMETER_VALUE", "RESOURCE_ALREADY_EXISTS", "BAD_REQUEST",
@@ -126,7 +126,7 @@ class Outbox:
             logging.getLogger(name).setLevel(logging.WARNING)
         local = MlflowWriter(local_uri, artifact_root=directory / "mlflow-fallback-artifacts")
         importing = (f"  import it into the server once it is back: python -m "
-                     f"orchestrator.tracking_buffer {journal_path} --tracking-uri "
+                     f"orchestrator.tracking.outbox {journal_path} --tracking-uri "
                      f"{self.writer.tracking_uri}")
         try:
             replay(local, journal)
@@ -196,7 +196,7 @@ def _short(err: Exception) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m orchestrator.tracking_buffer",
+        prog="python -m orchestrator.tracking.outbox",
         description="Import a search's tracking journal (written when its MLflow server was "
                     "unreachable) into an MLflow store; safe to run twice.")
     parser.add_argument("journal", help="mlflow-journal.json from the search's output folder")

@@ -1,6 +1,6 @@
 """The legacy 'before' loop, as the seeds describe it, kept so every speedup has a baseline.
 
-Same model, data, optimizer and schedule as `loop.fit`, but with the habits the seeds removed:
+Same model, data, optimizer and schedule as `fit`, but with the habits the seeds removed:
 fp32 only, a torch DataLoader with worker processes over in-memory data (seed 000/002), blocking
 host-to-device copies, `zero_grad()` writing zeros, a per-batch tqdm progress bar, and two
 `.item()` host syncs per batch (seed 001). Do not "fix" anything here: it is the control group.
@@ -17,10 +17,13 @@ from torch.utils.data import DataLoader, TensorDataset
 from tqdm import tqdm
 
 from trainables.config import TrialConfig
-from trainables.loop import COMPLETED, DIVERGED, LoopIO, peak_memory_mb
-from trainables.models import DataMeta, build_model
-from trainables.schedules import lr_multiplier
-from trainables.tasks import make_task
+from trainables.data.arrays import DataMeta
+from trainables.loop.io import LoopIO
+from trainables.loop.schedules import lr_multiplier
+from trainables.loop.state import LoopState, epoch_metrics
+from trainables.loop.tasks import make_task
+from trainables.status import TrialStatus
+from trainables.workloads import build_model
 
 
 # Techniques the ablation benchmark may turn on one at a time; none are on in `loop: legacy`.
@@ -79,8 +82,8 @@ def fit_legacy(cfg: TrialConfig, meta: DataMeta, io: LoopIO, x: torch.Tensor,
         optimizer, lambda step: lr_multiplier(cfg.schedule, step, total_steps))
     crop_gen = torch.Generator().manual_seed(cfg.seed * 1000 + 1)
 
-    train_time = eval_time = 0.0
-    samples = steps = 0
+    # No data-wait timer in the legacy loop: its DataLoader hides the wait (reported as NaN).
+    st = LoopState(data_wait=math.nan)
     metrics: dict = {}
     for epoch in range(1, cfg.epochs + 1):
         model.train()
@@ -102,33 +105,27 @@ def fit_legacy(cfg: TrialConfig, meta: DataMeta, io: LoopIO, x: torch.Tensor,
                 pbar.set_postfix(loss=f"{loss.item():.4f}")  # host sync #2, same value
             else:
                 loss_sum += loss.detach()
-            samples += len(yb)
-            steps += 1
+            st.samples += len(yb)
+            st.opt_steps += 1
         if sync:
             pbar.close()
         if device.type == "cuda":
             torch.cuda.synchronize(device)
-        train_time += time.perf_counter() - t0
-        train_loss = sum(losses) / max(len(losses), 1) if sync else loss_sum.item() / max(len(loader), 1)
+        st.train_time += time.perf_counter() - t0
+        st.epoch = epoch
+        train_loss = sum(losses) / max(len(losses), 1) if sync else \
+            loss_sum.item() / max(len(loader), 1)
 
         t_val = time.perf_counter()
         raw_model.eval()
-        val = task.validate(raw_model, io.val_batches, cfg.patch_size, autocast, io.all_reduce,
-                            fmt, device, io.rank == 0)
-        eval_time += time.perf_counter() - t_val
-        status = DIVERGED if not math.isfinite(train_loss) else None
-        done = status is not None or epoch == cfg.epochs
-        metrics = {
-            "epoch": epoch, "epochs_planned": cfg.epochs, "train_loss": train_loss, **val,
-            "train_time_s": train_time, "eval_time_s": eval_time,
-            "samples": samples * io.world_size,
-            "samples_per_s": samples * io.world_size / train_time if train_time else 0.0,
-            "steady_samples_per_s": samples * io.world_size / train_time if train_time else 0.0,
-            "warmup_s": 0.0, "data_wait_frac": math.nan, "optimizer_steps": steps,
-            "lr": optimizer.param_groups[0]["lr"], "peak_mem_mb": peak_memory_mb(device),
-            "restarts": 0, "status": (status or COMPLETED) if done else "running", "done": done,
-        }
+        st.val = task.validate(raw_model, io.val_batches, cfg.patch_size, autocast,
+                               io.all_reduce, fmt, device, io.rank == 0)
+        st.eval_time += time.perf_counter() - t_val
+        st.best_score = max(st.best_score, st.val["val_score"])
+        status = TrialStatus.DIVERGED if not math.isfinite(train_loss) else None
+        metrics = epoch_metrics(cfg, st, train_loss=train_loss, world_size=io.world_size,
+                                lr=optimizer.param_groups[0]["lr"], device=device, status=status)
         io.report(metrics)
-        if done:
+        if metrics["done"]:
             break
     return metrics

@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from trainables.datasets import ArrayData, DataError, _check_pair, hold_out
+from trainables.data.arrays import ArrayData, DataError, check_pair, hold_out
 
 SUFFIXES = (".parquet", ".pq")
 SHAPE_KEY = b"shape"
@@ -85,7 +85,7 @@ def read_columns(path: Path, x_column: str, y_column: str) -> tuple[np.ndarray, 
         raise DataError(f"{path}: cannot read columns {[x_column, y_column]} ({err})") from None
     x = _tensor_column(table.column(x_column), schema.field(x_column), path)
     y = _label_column(table.column(y_column), path, y_column)
-    return _check_pair(x, y, path, x_column, y_column)
+    return check_pair(x, y, path, x_column, y_column)
 
 
 def _first_null(col: pa.ChunkedArray) -> int:
@@ -114,7 +114,7 @@ def _tensor_column(col: pa.ChunkedArray, field: pa.Field, path: Path) -> np.ndar
         if raw is None:
             raise DataError(f"{where} is a list column without a sample shape: add field "
                             "metadata {'shape': '[C, H, W]'}, or write it with "
-                            "trainables.parquet.write_parquet (a fixed_shape_tensor column)")
+                            "trainables.data.parquet.write_parquet (a fixed_shape_tensor column)")
         try:
             shape = tuple(int(s) for s in json.loads(raw))
         except (ValueError, TypeError):

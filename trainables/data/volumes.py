@@ -12,7 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
-from trainables.datasets import ArrayData, DataError, cache_dir
+from trainables.data.arrays import ArrayData, DataError
+from trainables.data.synthetic import cache_dir
 
 CHUNK = 32  # side of the training chunks: the largest patch a 3D trial may ask for
 

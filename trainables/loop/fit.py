@@ -1,0 +1,196 @@
+"""The optimized training loop: one function, every speed technique a named switch.
+
+`fit` knows nothing about Ray: it gets its batches, its reporter and its all-reduce through
+`LoopIO`, so the same loop runs inside a Ray Train worker (`trainables.trial.worker`) and in a
+plain unit test. Read it top to bottom: setup -> model -> optimizer -> epochs (train, validate,
+report); one optimizer step is `TrainStep`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import time
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from trainables.config import TrialConfig
+from trainables.data.arrays import DataMeta
+from trainables.loop.io import LoopIO
+from trainables.loop.schedules import lr_multiplier
+from trainables.loop.state import LoopState, epoch_metrics
+from trainables.loop.switches import autocast, memory_format_for, sync
+from trainables.loop.tasks import make_task
+from trainables.status import TrialStatus
+from trainables.workloads import build_model
+
+# Optimizer steps timed as warm-up (first kernels, allocator growth, compilation) and reported
+# apart from steady-state throughput.
+WARMUP_STEPS = 3
+
+
+def fit(cfg: TrialConfig, meta: DataMeta, io: LoopIO) -> dict:
+    """Train `cfg` and return the last reported metrics."""
+    device = io.device
+    # ---- setup ----------------------------------------------------------------------------------
+    torch.manual_seed(cfg.seed)  # same init on every worker (DDP also broadcasts it)
+    if device.type == "cuda":
+        # cuDNN times each conv algorithm once per input shape and keeps the fastest; our crops
+        # make every batch the same shape, so the search pays off from the second step.
+        torch.backends.cudnn.benchmark = cfg.cudnn_benchmark
+    memory_format = memory_format_for(cfg, meta)
+    task = make_task(meta.task)
+
+    # ---- model ----------------------------------------------------------------------------------
+    raw_model = build_model(cfg, meta, io.model_builder).to(device, memory_format=memory_format)
+    resume = io.load_checkpoint()
+    if resume is not None:
+        raw_model.load_state_dict(resume["model"])  # before DDP/compile wrap their copies
+    model = io.wrap_model(raw_model)
+    if cfg.compile:
+        # Fuses kernels; the first steps pay the compilation, reported in warmup_s.
+        model = torch.compile(model, mode=cfg.compile_mode)
+
+    # ---- optimizer, schedule, scaler, state -----------------------------------------------------
+    step = TrainStep.build(cfg, model, io, task, memory_format)
+    st = LoopState()
+    if resume is not None:
+        step.load_state_dict(resume)
+        st = LoopState.resumed(resume["state"])
+
+    metrics: dict = {}
+    for epoch in range(st.epoch + 1, cfg.epochs + 1):
+        # ---- train one epoch, then reduce across workers: one host sync per epoch ---------------
+        loss_sum, micro, status = train_epoch(cfg, io, step, st, epoch)
+        totals = io.all_reduce(
+            torch.stack([loss_sum.float(), torch.tensor(float(micro), device=device)])).tolist()
+        train_loss = totals[0] / max(totals[1], 1)
+        if not math.isfinite(train_loss):
+            status = TrialStatus.DIVERGED
+        st.epoch = epoch
+
+        # ---- validate -------------------------------------------------------------------------------
+        if status is None and (epoch % cfg.val_every == 0 or epoch == cfg.epochs):
+            t_val = time.perf_counter()
+            # The unwrapped model: no DDP collectives inside forward, so ranks may differ in work.
+            raw_model.eval()
+            st.val = task.validate(raw_model, io.val_batches, cfg.patch_size,
+                                   lambda: autocast(cfg, device), io.all_reduce, memory_format,
+                                   device, io.rank == 0)
+            model.train()
+            st.eval_time += time.perf_counter() - t_val
+            if st.val["val_score"] > st.best_score:
+                st.best_score, st.stale = st.val["val_score"], 0
+            else:
+                st.stale += 1
+            if cfg.early_stop_patience and st.stale >= cfg.early_stop_patience:
+                status = TrialStatus.EARLY_STOPPED
+
+        # ---- report (with a checkpoint every `checkpoint_every` epochs) ----------------------------
+        metrics = epoch_metrics(cfg, st, train_loss=train_loss, world_size=io.world_size,
+                                lr=step.optimizer.param_groups[0]["lr"], device=device,
+                                status=status)
+        if io.save_checkpoint and cfg.checkpoint_every and epoch % cfg.checkpoint_every == 0:
+            io.save_checkpoint({"model": raw_model.state_dict(), **step.state_dict(),
+                                "state": st.to_dict()}, metrics)
+        else:
+            io.report(metrics)
+        if metrics["done"]:
+            break
+    return metrics
+
+
+def train_epoch(cfg: TrialConfig, io: LoopIO, step: TrainStep, st: LoopState,
+                epoch: int) -> tuple[torch.Tensor, int, TrialStatus | None]:
+    """One pass over this worker's shard: (loss sum on the device, micro-batches, status)."""
+    step.model.train()
+    # The running loss stays on the device: reading it (.item()) is a host sync, paid once per
+    # `sync_every` steps or once per epoch, never per step.
+    loss_sum = torch.zeros((), device=io.device)
+    epoch_samples, micro, status = 0, 0, None
+    t_epoch = t_fetch = time.perf_counter()
+    for x, y in io.train_batches(epoch):
+        st.data_wait += time.perf_counter() - t_fetch
+        micro += 1
+        last_micro = micro % cfg.accum_steps == 0 or micro == io.steps_per_epoch
+        loss, n = step(x, y, last_micro)
+        if last_micro:
+            st.opt_steps += 1
+            if st.opt_steps == WARMUP_STEPS:
+                sync(io.device)
+                st.warmup_s = time.perf_counter() - t_epoch + st.train_time
+                st.warm_samples = st.samples + epoch_samples + n
+        loss_sum += loss.detach()
+        epoch_samples += n
+        if cfg.sync_every and micro % cfg.sync_every == 0:
+            if not math.isfinite(io.all_reduce(loss_sum.clone()).item()):
+                status = TrialStatus.DIVERGED
+                break
+        t_fetch = time.perf_counter()
+    sync(io.device)
+    st.train_time += time.perf_counter() - t_epoch
+    st.samples += epoch_samples
+    return loss_sum, micro, status
+
+
+@dataclass
+class TrainStep:
+    """One micro-batch forward/backward, and an optimizer step on the last of `accum_steps`."""
+
+    cfg: TrialConfig
+    model: nn.Module
+    optimizer: torch.optim.Optimizer
+    scheduler: torch.optim.lr_scheduler.LRScheduler
+    scaler: torch.amp.GradScaler
+    task: object
+    memory_format: torch.memory_format
+    device: torch.device
+    crop_gen: torch.Generator
+
+    @classmethod
+    def build(cls, cfg: TrialConfig, model: nn.Module, io: LoopIO, task,
+              memory_format: torch.memory_format) -> TrainStep:
+        optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr,
+                                      weight_decay=cfg.weight_decay)
+        total_opt_steps = max(1, io.steps_per_epoch // cfg.accum_steps) * cfg.epochs
+        scheduler = torch.optim.lr_scheduler.LambdaLR(
+            optimizer, lambda s: lr_multiplier(cfg.schedule, s, total_opt_steps))
+        # fp16 has a narrow exponent: scale the loss so small gradients do not flush to zero.
+        scaler = torch.amp.GradScaler(io.device.type, enabled=cfg.precision == "fp16-mixed")
+        # Seeded by trial seed and rank: each worker draws its own crop positions, reproducibly.
+        crop_gen = torch.Generator().manual_seed((cfg.seed * 1000 + 1) * 1009 + io.rank)
+        return cls(cfg, model, optimizer, scheduler, scaler, task, memory_format, io.device,
+                   crop_gen)
+
+    def __call__(self, x: torch.Tensor, y: torch.Tensor,
+                 last_micro: bool) -> tuple[torch.Tensor, int]:
+        cfg = self.cfg
+        x, y = self.task.crop(x, y, cfg.patch_size, self.crop_gen)
+        x = x.contiguous(memory_format=self.memory_format)
+        no_sync = getattr(self.model, "no_sync", None)  # DDP: no all-reduce while accumulating
+        accumulate = no_sync() if (no_sync and not last_micro) else contextlib.nullcontext()
+        with accumulate:
+            with autocast(cfg, self.device):
+                loss = self.task.loss(self.model(x), y)
+            # backward() sums into .grad, so scale each micro-batch's loss by 1/accum_steps.
+            self.scaler.scale(loss / cfg.accum_steps).backward()
+        if last_micro:
+            if cfg.grad_clip is not None:
+                self.scaler.unscale_(self.optimizer)  # clip the real gradients, not scaled ones
+                torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.grad_clip)
+            self.scaler.step(self.optimizer)
+            self.scaler.update()
+            self.optimizer.zero_grad(set_to_none=cfg.zero_grad_set_to_none)
+            self.scheduler.step()
+        return loss, len(y)
+
+    def state_dict(self) -> dict:
+        return {"optimizer": self.optimizer.state_dict(),
+                "scheduler": self.scheduler.state_dict(), "scaler": self.scaler.state_dict()}
+
+    def load_state_dict(self, saved: dict) -> None:
+        self.optimizer.load_state_dict(saved["optimizer"])
+        self.scheduler.load_state_dict(saved["scheduler"])
+        self.scaler.load_state_dict(saved["scaler"])

@@ -1,0 +1,91 @@
+"""The loop's state as a value, and the one place the per-epoch metrics are made.
+
+`LoopState` is everything a restarted worker needs to continue where its checkpoint was (besides
+the model, optimizer, schedule and scaler states); `epoch_metrics` turns it into the metrics both
+loops (optimized and legacy) report, so they always report the same keys.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+
+import torch
+
+from trainables.config import TrialConfig
+from trainables.loop.switches import peak_memory_mb
+from trainables.status import TrialStatus
+
+
+@dataclass
+class LoopState:
+    epoch: int = 0
+    """Last finished epoch."""
+    train_time: float = 0.0
+    """Seconds inside training steps (host clock, device synced), summed over epochs."""
+    eval_time: float = 0.0
+    data_wait: float = 0.0
+    """Seconds the loop waited for its next batch (inside `train_time`)."""
+    warmup_s: float = 0.0
+    """Training time of the first `WARMUP_STEPS` optimizer steps (compile, first kernels)."""
+    warm_samples: int = 0
+    """Samples seen by the end of the warm-up steps."""
+    samples: int = 0
+    """This worker's training samples so far."""
+    opt_steps: int = 0
+    best_score: float = -math.inf
+    stale: int = 0
+    """Validations since `best_score` last improved (early stopping)."""
+    restarts: int = 0
+    """Times this trial resumed from a checkpoint after its worker died."""
+    val: dict = field(default_factory=lambda: {"val_loss": math.nan, "val_score": 0.0})
+    """The last validation's metrics."""
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def resumed(cls, saved: dict) -> LoopState:
+        """The state a checkpoint saved, counting this restart."""
+        state = cls(**saved)
+        state.restarts += 1
+        return state
+
+
+def epoch_metrics(cfg: TrialConfig, st: LoopState, *, train_loss: float, world_size: int,
+                  lr: float, device: torch.device, status: TrialStatus | None) -> dict:
+    """What one epoch reports: global samples (shards are equal, so local x world size),
+    throughput with and without the warm-up steps, and the trial status so far."""
+    done = status is not None or st.epoch == cfg.epochs
+    if done and status is None:
+        status = TrialStatus.COMPLETED
+    samples = st.samples * world_size
+    steady_time = st.train_time - st.warmup_s
+    if st.warmup_s and steady_time > 0:
+        steady = (st.samples - st.warm_samples) * world_size / steady_time
+    else:
+        steady = samples / max(st.train_time, 1e-9)
+    metrics = {
+        "epoch": st.epoch,
+        "epochs_planned": cfg.epochs,
+        "train_loss": train_loss,
+        **st.val,
+        "best_val_score": max(st.best_score, 0.0),
+        "train_time_s": st.train_time,
+        "eval_time_s": st.eval_time,
+        "samples": samples,
+        "samples_per_s": samples / st.train_time if st.train_time else 0.0,
+        "steady_samples_per_s": steady,
+        "warmup_s": st.warmup_s,
+        "data_wait_frac": st.data_wait / st.train_time if st.train_time else 0.0,
+        "optimizer_steps": st.opt_steps,
+        "lr": lr,
+        "peak_mem_mb": peak_memory_mb(device),
+        "restarts": st.restarts,
+        "status": str(status or TrialStatus.RUNNING),
+        "done": done,
+    }
+    if status == TrialStatus.DIVERGED:
+        metrics["reason"] = f"loss became NaN or inf in epoch {st.epoch} ({cfg.precision})"
+    return metrics

@@ -1,0 +1,39 @@
+"""Speed switches the loops share: autocast precision, memory format, device sync, peak memory."""
+
+from __future__ import annotations
+
+import contextlib
+import resource
+
+import torch
+
+from trainables.config import TrialConfig
+from trainables.data.arrays import DataMeta
+
+
+def autocast(cfg: TrialConfig, device: torch.device):
+    """Mixed precision: matmuls/convs run in bf16 or fp16, reductions stay fp32."""
+    if cfg.precision == "fp32":
+        return contextlib.nullcontext()
+    dtype = torch.bfloat16 if cfg.precision == "bf16-mixed" else torch.float16
+    return torch.autocast(device_type=device.type, dtype=dtype)
+
+
+def memory_format_for(cfg: TrialConfig, meta: DataMeta) -> torch.memory_format:
+    """channels_last (NHWC) for 2D, channels_last_3d (NDHWC) for 3D, else the default."""
+    if not cfg.channels_last:
+        return torch.contiguous_format
+    return torch.channels_last_3d if meta.spatial_dims == 3 else torch.channels_last
+
+
+def peak_memory_mb(device: torch.device) -> float:
+    """CUDA: peak allocated by tensors. CPU: peak resident set size of this process."""
+    if device.type == "cuda":
+        return torch.cuda.max_memory_allocated(device) / 2**20
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux reports KiB
+
+
+def sync(device: torch.device) -> None:
+    # Timers read the host clock: wait for queued GPU work so the time is the work's time.
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)

@@ -21,6 +21,7 @@ from orchestrator.spec import SearchSpec
 from orchestrator.tracking import MlflowTracker, Tracker
 from orchestrator.trial_book import TrialBook
 from search_spaces import SpaceContext, check_space, domain_values, resolve_space
+from search_spaces.steps import fit_batch_to_shards
 from search_spaces.warm_start import warm_start_points
 from trainables.config import TrialConfig
 from trainables.data.arrays import ArrayData
@@ -44,6 +45,9 @@ def prepare(spec: SearchSpec, data: ArrayData, total_cpus: int, total_gpus: int,
                        gpus_per_trial=max(plan.gpus_per_trial, 1), image_size=data.image_size,
                        workload=spec.workload)
     check_space(searched, base, ctx)
+    # Batch sizes that would train 0 steps: dropped with a note, or refused (search_spaces.steps).
+    searched = fit_batch_to_shards(searched, base, len(data.x_train),
+                                   note=lambda line: print(line, file=sys.stderr))
     warm_start_points(spec.warm_start, searched, base)  # a bad point fails before any trial
     return searched, base, plan
 
@@ -56,13 +60,14 @@ def describe_space(searched: dict) -> dict[str, Any]:
 def make_searcher(spec: SearchSpec, objective, searched: dict, base: dict):
     """Optuna through Ray Tune: seeded TPE, or seeded NSGA-II for a Pareto search."""
     from optuna.samplers import NSGAIISampler, TPESampler
-    from ray.tune.search.optuna import OptunaSearch
+
+    from orchestrator.searcher import TruthfulOptunaSearch
 
     if isinstance(objective.metric, list):
         sampler = NSGAIISampler(seed=spec.seed, population_size=max(4, spec.num_trials // 3))
     else:
         sampler = TPESampler(seed=spec.seed, n_startup_trials=max(3, spec.num_trials // 4))
-    return OptunaSearch(metric=objective.metric, mode=objective.mode, sampler=sampler,
+    return TruthfulOptunaSearch(metric=objective.metric, mode=objective.mode, sampler=sampler,
                         seed=spec.seed,
                         points_to_evaluate=warm_start_points(spec.warm_start, searched, base)
                         or None)
@@ -182,7 +187,11 @@ def run_search(spec: SearchSpec, *, out: TextIO = sys.stdout,
             run_config=tune.RunConfig(
                 name=spec.name, storage_path=str(out_dir.parent), verbose=0,
                 # In-process trials restart from their last checkpoint after a crash.
+                # Only a lost trial process reaches Tune as an error: every other failure is
+                # reported as the trial's status (run_trial), so this retries nothing else.
                 failure_config=tune.FailureConfig(max_failures=2),
+                # One checkpoint per in-process trial is all a restart resumes from.
+                checkpoint_config=tune.CheckpointConfig(num_to_keep=1),
                 # result.json per trial (what Tune's ResultGrid reads), nothing heavier.
                 callbacks=[book, JsonLoggerCallback()],
             ),
@@ -206,7 +215,8 @@ def _finish(spec, searched, base, book, tracker, objective, out_dir, started) ->
         best_config = TrialConfig.from_dict({**base, **best_rec.knobs}).to_dict()
         best_path = out_dir / "best_config.json"
         best_path.write_text(json.dumps(
-            {"name": spec.name, "data": spec.data, "config": best_config,
+            # spec.to_dict(): in-memory data (arrays) becomes its description, not a JSON dump.
+            {"name": spec.name, "data": spec.to_dict()["data"], "config": best_config,
              "objective": objective.formula,
              "metrics": {k: v for k, v in best_rec.metrics.items()}}, indent=2, default=float))
     leaderboard_path = out_dir / "leaderboard.csv"

@@ -15,7 +15,7 @@ import torch
 
 from trainables.config import TrialConfig
 from trainables.loop.switches import peak_memory_mb
-from trainables.status import TrialStatus
+from trainables.status import Outcome, TrialStatus
 
 
 @dataclass
@@ -57,6 +57,13 @@ def epoch_metrics(cfg: TrialConfig, st: LoopState, *, train_loss: float, world_s
                   lr: float, device: torch.device, status: TrialStatus | None) -> dict:
     """What one epoch reports: global samples (shards are equal, so local x world size),
     throughput with and without the warm-up steps, and the trial status so far."""
+    reason = None
+    if st.opt_steps == 0 and status in (None, TrialStatus.EARLY_STOPPED):
+        # No optimizer step: the "accuracy" is the random init's and the time ~0, which would
+        # win any time-weighted ranking. Never completed; end the trial now.
+        status = TrialStatus.INFEASIBLE
+        reason = (f"0 optimizer steps in epoch {st.epoch}: each worker's shard is smaller than "
+                  f"its batch ({cfg.per_worker_batch}); lower batch_size or workers")
     done = status is not None or st.epoch == cfg.epochs
     if done and status is None:
         status = TrialStatus.COMPLETED
@@ -88,4 +95,14 @@ def epoch_metrics(cfg: TrialConfig, st: LoopState, *, train_loss: float, world_s
     }
     if status == TrialStatus.DIVERGED:
         metrics["reason"] = f"loss became NaN or inf in epoch {st.epoch} ({cfg.precision})"
+    if reason:
+        metrics["reason"] = reason
     return metrics
+
+
+def outcome_metrics(cfg: TrialConfig, outcome: Outcome, epoch: int = 0) -> dict:
+    """The final report of a trial that ended with an exception (see `status_of`): no score,
+    no time, the status and the reason."""
+    return {"epoch": epoch, "epochs_planned": cfg.epochs, "val_score": 0.0, "train_time_s": 0.0,
+            "optimizer_steps": 0, "status": str(outcome.status), "done": True,
+            "reason": outcome.reason}

@@ -26,11 +26,43 @@ def memory_format_for(cfg: TrialConfig, meta: DataMeta) -> torch.memory_format:
     return torch.channels_last_3d if meta.spatial_dims == 3 else torch.channels_last
 
 
+def reset_peak_memory(device: torch.device) -> None:
+    """Start this trial's peak from now: a reused actor (or worker) has run earlier trials, and
+    their peak must not be reported as this one's."""
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+        return
+    try:
+        # Linux: writing 5 to clear_refs resets the process's peak RSS (VmHWM) to its current RSS.
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        pass  # not Linux: the peak below is then the process's lifetime peak
+
+
 def peak_memory_mb(device: torch.device) -> float:
-    """CUDA: peak allocated by tensors. CPU: peak resident set size of this process."""
+    """CUDA: peak allocated by tensors. CPU: peak resident set size of this process since
+    `reset_peak_memory`."""
     if device.type == "cuda":
         return torch.cuda.max_memory_allocated(device) / 2**20
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024  # kB
+    except OSError:
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux reports KiB
+
+
+def free_device_memory(device: torch.device) -> None:
+    """After an out-of-memory error: drop what the failed trial left cached, so the next trial
+    in this process starts with the device's memory free."""
+    import gc
+
+    gc.collect()
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
 
 
 def sync(device: torch.device) -> None:

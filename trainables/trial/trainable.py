@@ -18,9 +18,7 @@ from typing import Any
 
 from trainables.config import TrialConfig
 from trainables.data.arrays import DataMeta
-
-# Worker-group restarts per trial (from the last checkpoint) before the trial fails.
-WORKER_RESTARTS = 2
+from trainables.trial.attempts import fit_group
 
 
 @dataclass(frozen=True)
@@ -97,6 +95,7 @@ def run_trial(sampled: dict[str, Any], ctx: TrialContext, datasets: dict) -> Non
     import ray.train
     from ray.train.torch import TorchConfig, TorchTrainer
     from trainables.data.pipeline import data_config
+    from trainables.status import status_of
     from trainables.trial.worker import TrialPlan, run_in_tune, train_loop_per_worker
 
     import ray.tune
@@ -110,14 +109,20 @@ def run_trial(sampled: dict[str, Any], ctx: TrialContext, datasets: dict) -> Non
     plan = TrialPlan(cfg=cfg, meta=ctx.meta, n_train=ctx.n_train,
                      threads=max(1, int(cpus_per_worker)), model_builder=ctx.model_builder)
     if in_process(ctx, cfg):
-        run_in_tune(plan, datasets, ctx.objective, ctx.use_gpu)
+        try:
+            run_in_tune(plan, datasets, ctx.objective, ctx.use_gpu)
+        except Exception as err:
+            outcome = status_of(err)
+            if outcome.retry:
+                raise  # a lost process: Tune's FailureConfig restarts from the checkpoint
+            _report_outcome(ctx, cfg, outcome)
         return
     resources = {"CPU": cpus_per_worker}
     if ctx.use_gpu:
         resources["GPU"] = 1
 
     trial_name = ray.tune.get_context().get_trial_name()
-    trainer = TorchTrainer(
+    make_trainer = lambda: TorchTrainer(  # noqa: E731 - a fresh trainer per attempt
         train_loop_per_worker,
         train_loop_config={"plan": plan},
         torch_config=TorchConfig(backend="nccl" if ctx.use_gpu else "gloo"),
@@ -133,9 +138,24 @@ def run_trial(sampled: dict[str, Any], ctx: TrialContext, datasets: dict) -> Non
             name=trial_name,
             storage_path=ctx.storage_path,
             callbacks=[_objective_report(ctx.objective)],
-            failure_config=ray.train.FailureConfig(max_failures=WORKER_RESTARTS),
+            # No retries by Train: it would retry deterministic failures too (fit_group retries
+            # only lost workers or nodes).
+            failure_config=ray.train.FailureConfig(max_failures=0),
             # Only the latest checkpoint is ever resumed from.
             checkpoint_config=ray.train.CheckpointConfig(num_to_keep=1),
         ),
     )
-    trainer.fit()
+    outcome = fit_group(make_trainer)
+    if outcome is not None:
+        _report_outcome(ctx, cfg, outcome)
+
+
+def _report_outcome(ctx: TrialContext, cfg: TrialConfig, outcome) -> None:
+    """A trial that ended with an error reports it as its final result (status and reason),
+    through the objective like any other result, instead of raising into Tune."""
+    import ray.tune
+
+    from trainables.loop.state import outcome_metrics
+
+    metrics = outcome_metrics(cfg, outcome)
+    ray.tune.report(ctx.objective(metrics, {}) if ctx.objective else metrics)

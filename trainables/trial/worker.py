@@ -22,7 +22,10 @@ from trainables.data.arrays import DataMeta
 from trainables.data.pipeline import ShardFeed, iter_batches
 from trainables.loop import LoopIO, fit, fit_legacy
 from trainables.loop.io import identity
+from trainables.loop.state import outcome_metrics
+from trainables.loop.switches import free_device_memory, reset_peak_memory
 from trainables.models import ModelBuilder
+from trainables.status import TrialStatus, status_of
 
 CHECKPOINT_FILE = "state.pt"
 
@@ -134,16 +137,20 @@ def run(plan: TrialPlan, session: Session) -> dict:
         rank=session.rank,
         model_builder=plan.model_builder,
     )
+    reset_peak_memory(device)  # this trial's peak, not an earlier trial's in the same process
     try:
         return _fit(cfg, meta, io, session)
-    except (torch.OutOfMemoryError, MemoryError) as err:
-        if world > 1:
-            raise  # the other ranks wait in a collective: fail the group, the driver records it
-        # Out of memory is a property of the configuration, not a crash: record it as
-        # infeasible (with the reason) so the search learns to avoid the region and goes on.
-        metrics = {"epoch": 0, "epochs_planned": cfg.epochs, "val_score": 0.0,
-                   "train_time_s": 0.0, "status": "infeasible", "done": True,
-                   "reason": f"out of memory: {str(err).splitlines()[0][:300]}"}
+    except Exception as err:
+        outcome = status_of(err)
+        if outcome.status == TrialStatus.INFEASIBLE:
+            free_device_memory(device)  # the next trial in this process starts with free memory
+        if world > 1 or outcome.retry:
+            # The other ranks may wait in a collective: fail the group. The trial (run_trial)
+            # turns the group's error into the same status with the same `status_of`.
+            raise
+        # A deterministic end (out of memory, bad configuration, ...) is a result, not a crash:
+        # report it, so nothing retries it and the search learns from it.
+        metrics = outcome_metrics(cfg, outcome)
         session.report(metrics, None)
         return metrics
 

@@ -52,3 +52,54 @@ def dies_once(cfg, meta):
 
     model.register_forward_pre_hook(count_and_die)
     return model
+
+
+# ---- a model that always runs out of memory in one region of the space ---------------------------
+OOM_WIDTH = 1.0
+"""Widths at or above this run out of memory at their first training step."""
+BUILDS = "oom-model-builds"
+"""Name of the Ray actor that counts model builds (workers and trials are other processes)."""
+
+
+def build_counter():
+    """The build counter, created on first use in namespace 'tests' (any process may ask)."""
+    import ray
+
+    @ray.remote(num_cpus=0)
+    class Counter:
+        def __init__(self):
+            self.builds: list[float] = []
+
+        def add(self, width: float) -> None:
+            self.builds.append(width)
+
+        def get(self) -> list[float]:
+            return self.builds
+
+        def reset(self) -> None:
+            self.builds = []
+
+    return Counter.options(name=BUILDS, namespace="tests", get_if_exists=True).remote()
+
+
+def ooms_when_wide(cfg, meta):
+    """The classifier; from OOM_WIDTH up, its first training forward raises the allocator's
+    out-of-memory error: CUDA's on one worker, the CPU allocator's on several (both must become
+    `infeasible`). Every build is counted, to show a deterministic failure is never retried."""
+    import ray
+    import torch
+
+    ray.get(build_counter().add.remote(cfg.width))
+    model = build_classifier(cfg, meta)
+    if cfg.width < OOM_WIDTH:
+        return model
+
+    def out_of_memory(module, args):
+        if module.training:
+            if cfg.workers == 1:
+                raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 8.00 GiB")
+            raise RuntimeError("[enforce fail at alloc_cpu.cpp:117] data. DefaultCPUAllocator: "
+                               "can't allocate memory: you tried to allocate 8589934592 bytes.")
+
+    model.register_forward_pre_hook(out_of_memory)
+    return model

@@ -38,19 +38,22 @@ def _parent(tracking_uri: str, name: str):
 
 
 @pytest.mark.parametrize("kind", ["dict", "ArrayData"])
-def test_a_search_on_arrays_writes_every_output(ray_session, tmp_path, kind):
+def test_a_search_on_arrays_writes_every_output(ray_session, tmp_path, capsys, kind):
     from trainables.data.arrays import from_arrays
 
     arrays = _arrays(tmp_path)
     data = arrays if kind == "dict" else from_arrays(arrays)
     spec = SearchSpec(name=f"mem-{kind}", data=data, epochs=1, num_trials=2,
-                      space={"batch_size": [16, 32]}, base={k: v for k, v in TINY.items()
+                      space={"batch_size": [16, 32, 512]}, base={k: v for k, v in TINY.items()
                                                              if k != "batch_size"},
                       output_dir=str(tmp_path / "runs"),
                       tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
     result = run_search(spec)
 
     assert result.best["status"] == "completed"
+    # 512 would make 0 optimizer steps on 240 samples: dropped from the space, never a trial.
+    assert "knob 'batch_size': dropped [512]" in capsys.readouterr().err
+    assert set(result.trials["batch_size"]) <= {16, 32}
     best = json.loads(Path(result.best_config_path).read_text())
     assert best["data"] == f"<in-memory {type(data).__name__}>"  # a description, not the arrays
     for path in (result.leaderboard_path, result.pareto_path):

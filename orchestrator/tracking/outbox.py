@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 from typing import Any, TextIO
 
+from orchestrator import jsonl
 from orchestrator.tracking.mlflow_writer import MlflowWriter
 
 # MLflow errors that retrying cannot fix: the store answered and refused the write.
@@ -48,10 +49,16 @@ class Outbox:
     """The journal of one search's tracking steps, and how far it has been written."""
 
     def __init__(self, writer: MlflowWriter, *, retry_interval_s: float = 2.0,
-                 out: TextIO | None = None):
+                 out: TextIO | None = None, file: Path | None = None):
+        """file: an append-only copy of the queue on disk (a line per step, and a `written`
+        mark as the store takes them), so records held through an outage outlive the driver."""
         self.writer = writer
+        self.file = file
         self.journal: list[Step] = []
         self.written = 0  # journal[:written] are in the store (or were refused by it)
+        if file is not None and file.exists():
+            # A resumed search: what its dead driver had not written yet goes first.
+            self.journal, self.written = read_file(file)
         self.retry_interval_s = retry_interval_s
         self.out = out
         self._failed_at: float | None = None  # when the head of the queue last failed
@@ -71,6 +78,8 @@ class Outbox:
 
     def submit(self, op: str, **kwargs: Any) -> None:
         self.journal.append((op, kwargs))
+        if self.file is not None:
+            jsonl.append(self.file, {"op": op, "kwargs": _encode(kwargs)}, default=_plain)
         # While the store is down, try it again at most every retry_interval_s: a hanging
         # server costs the Tune driver one request timeout per try.
         if self._failed_at is None or time.time() - self._failed_at >= self.retry_interval_s:
@@ -79,6 +88,14 @@ class Outbox:
     def flush(self) -> bool:
         """Write the queue in order, stopping at the first step the store cannot take now.
         True when nothing is left. Never raises: MLflow's trouble must not end the search."""
+        before = self.written
+        try:
+            return self._flush()
+        finally:
+            if self.file is not None and self.written > before:
+                jsonl.append(self.file, {"written": self.written})
+
+    def _flush(self) -> bool:
         while self.written < len(self.journal):
             op, kwargs = self.journal[self.written]
             try:
@@ -154,29 +171,43 @@ def replay(writer: MlflowWriter, journal: list[Step]) -> None:
         getattr(writer, op)(**kwargs)
 
 
+def _encode(kwargs: dict[str, Any]) -> dict[str, Any]:
+    kwargs = dict(kwargs)
+    if "artifacts" in kwargs:  # a PNG is bytes; JSON holds text
+        kwargs["artifacts"] = {
+            name: {"base64": base64.b64encode(v).decode()} if isinstance(v, bytes) else v
+            for name, v in kwargs["artifacts"].items()}
+    return kwargs
+
+
+def _decode(kwargs: dict[str, Any]) -> dict[str, Any]:
+    if "artifacts" in kwargs:
+        kwargs["artifacts"] = {
+            name: base64.b64decode(v["base64"]) if isinstance(v, dict) else v
+            for name, v in kwargs["artifacts"].items()}
+    return kwargs
+
+
 def save_journal(path: Path, tracking_uri: str, journal: list[Step]) -> None:
-    steps = []
-    for op, kwargs in journal:
-        kwargs = dict(kwargs)
-        if "artifacts" in kwargs:  # a PNG is bytes; JSON holds text
-            kwargs["artifacts"] = {
-                name: {"base64": base64.b64encode(v).decode()} if isinstance(v, bytes) else v
-                for name, v in kwargs["artifacts"].items()}
-        steps.append({"op": op, "kwargs": kwargs})
+    steps = [{"op": op, "kwargs": _encode(kwargs)} for op, kwargs in journal]
     path.write_text(json.dumps({"tracking_uri": tracking_uri, "steps": steps}, default=_plain))
 
 
 def load_journal(path: Path) -> list[Step]:
     raw = json.loads(Path(path).read_text())
-    journal = []
-    for step in raw["steps"]:
-        kwargs = step["kwargs"]
-        if "artifacts" in kwargs:
-            kwargs["artifacts"] = {
-                name: base64.b64decode(v["base64"]) if isinstance(v, dict) else v
-                for name, v in kwargs["artifacts"].items()}
-        journal.append((step["op"], kwargs))
-    return journal
+    return [(step["op"], _decode(step["kwargs"])) for step in raw["steps"]]
+
+
+def read_file(path: Path) -> tuple[list[Step], int]:
+    """A persisted outbox (see `Outbox.file`): its steps, and how many of them the store took."""
+    steps: list[Step] = []
+    written = 0
+    for line in jsonl.read(path):
+        if "written" in line:
+            written = line["written"]
+        else:
+            steps.append((line["op"], _decode(line["kwargs"])))
+    return steps, written
 
 
 def _plain(value: Any) -> Any:  # numpy scalars and the like

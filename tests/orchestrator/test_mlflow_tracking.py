@@ -17,6 +17,7 @@ import pytest
 import torch
 from mlflow.tracking import MlflowClient
 
+from orchestrator.folder import SearchFolder
 from orchestrator.search import _finish
 from orchestrator.spec import SearchSpec
 from orchestrator.tracking import MlflowTracker
@@ -102,7 +103,7 @@ class Search:
 
     def finish(self):
         return _finish(self.spec, {"width": None}, self.spec.trial_base(), self.book,
-                       self.tracker, self.objective, self.out_dir, self.started)
+                       self.tracker, self.objective, SearchFolder(self.out_dir), self.started)
 
 
 def _runs(uri: str, name: str):

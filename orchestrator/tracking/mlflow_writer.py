@@ -103,7 +103,9 @@ class MlflowWriter:
     def start_search(self, name: str, params: dict[str, Any], artifacts: dict[str, str | bytes],
                      tags: dict[str, str], parent_run_id: str | None = None) -> None:
         self.experiment_id = self._experiment(name)
-        run_id = self._existing_parent(parent_run_id)
+        # A second start_search in one writer (a resumed search writing its dead driver's held
+        # steps first) continues the parent it already has.
+        run_id = self._existing_parent(parent_run_id or self.parent_run_id)
         if run_id is None:
             origin = {"orchestrator.origin_run_id": parent_run_id} if parent_run_id else {}
             run = self.client.create_run(self.experiment_id, run_name=f"search-{name}",

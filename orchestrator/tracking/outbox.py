@@ -56,9 +56,12 @@ class Outbox:
         self.file = file
         self.journal: list[Step] = []
         self.written = 0  # journal[:written] are in the store (or were refused by it)
+        self._prelude: Step | None = None
         if file is not None and file.exists():
             # A resumed search: what its dead driver had not written yet goes first.
             self.journal, self.written = read_file(file)
+            if self.written and self.journal[0][0] == "start_search":
+                self._prelude = self.journal[0]
         self.retry_interval_s = retry_interval_s
         self.out = out
         self._failed_at: float | None = None  # when the head of the queue last failed
@@ -68,6 +71,11 @@ class Outbox:
 
     def __setstate__(self, state):
         self.__dict__.update(state, out=None)
+
+    def continue_parent(self, parent_run_id: str | None) -> None:
+        """A reopened outbox's steps belong to this parent run (the resumed search's)."""
+        if self._prelude is not None and parent_run_id:
+            self._prelude = with_parent([self._prelude], parent_run_id)[0]
 
     @property
     def pending(self) -> int:
@@ -95,21 +103,32 @@ class Outbox:
             if self.file is not None and self.written > before:
                 jsonl.append(self.file, {"written": self.written})
 
+    def _write(self, op: str, kwargs: dict[str, Any]) -> bool:
+        """Write one step; False if the store is unreachable (a refused step is skipped)."""
+        try:
+            getattr(self.writer, op)(**kwargs)
+        except Exception as err:  # noqa: BLE001 - every failure is held or reported
+            if is_outage(err):
+                if self._failed_at is None:
+                    self.say(f"tracking: {self.writer.tracking_uri} unreachable "
+                              f"({_short(err)}); the search goes on and its records are "
+                              "held and retried")
+                self._failed_at = time.time()
+                return False
+            self.say(f"tracking: {self.writer.tracking_uri} refused {op} "
+                      f"({_short(err)}); skipped")
+        return True
+
     def _flush(self) -> bool:
+        if self._prelude is not None:
+            # A reopened outbox: the search's first step again (it is safe to repeat), so the
+            # writer knows the experiment and parent run the held steps belong to.
+            if not self._write(*self._prelude):
+                return False
+            self._prelude = None
         while self.written < len(self.journal):
-            op, kwargs = self.journal[self.written]
-            try:
-                getattr(self.writer, op)(**kwargs)
-            except Exception as err:  # noqa: BLE001 - every failure is held or reported
-                if is_outage(err):
-                    if self._failed_at is None:
-                        self.say(f"tracking: {self.writer.tracking_uri} unreachable "
-                                  f"({_short(err)}); the search goes on and its records are "
-                                  "held and retried")
-                    self._failed_at = time.time()
-                    return False
-                self.say(f"tracking: {self.writer.tracking_uri} refused {op} "
-                          f"({_short(err)}); skipped")
+            if not self._write(*self.journal[self.written]):
+                return False
             self.written += 1
         if self._failed_at is not None:
             self.say(f"tracking: {self.writer.tracking_uri} reachable again; held records "

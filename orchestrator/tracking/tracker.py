@@ -97,6 +97,7 @@ class MlflowTracker(Tracker):
     def start_search(self, name: str, params: dict[str, Any],
                      artifacts: dict[str, str | bytes], parent_run_id: str | None = None) -> None:
         self.resume_parent_run_id = parent_run_id or self.resume_parent_run_id
+        self.outbox.continue_parent(self.resume_parent_run_id)
         self.outbox.submit("start_search", name=name, params=params, artifacts=artifacts,
                            tags=self._env, parent_run_id=self.resume_parent_run_id)
 

@@ -81,14 +81,11 @@ _PATH_OPTIONS = ("data", "space", "warm_start")
 
 
 def portable_spec(spec: dict[str, Any], output_dir: Path) -> dict[str, Any]:
-    """The spec as search_state.json keeps it: relative file paths and a relative SQLite store
-    made absolute, and the output folder's parent as output_dir."""
+    """The spec as search_state.json keeps it: relative file paths made absolute, and the output
+    folder's parent as output_dir."""
     out = {**spec, "output_dir": str(output_dir)}
     for key in _PATH_OPTIONS:
         value = out.get(key)
         if isinstance(value, str) and Path(value).exists():
             out[key] = str(Path(value).resolve())
-    uri = out.get("tracking_uri")
-    if isinstance(uri, str) and uri.startswith("sqlite:///"):
-        out["tracking_uri"] = f"sqlite:///{Path(uri.removeprefix('sqlite:///')).resolve()}"
     return out

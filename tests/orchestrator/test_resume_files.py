@@ -72,10 +72,12 @@ def test_seeded_study_holds_finished_trials_with_their_states(tmp_path):
 def test_state_paths_are_absolute_so_resume_works_from_anywhere(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "d.npz").write_bytes(b"")
-    spec = portable_spec({"data": "d.npz", "tracking_uri": "sqlite:///m.db",
-                          "space": "default", "warm_start": None}, tmp_path / "runs")
+    spec = portable_spec({"data": "d.npz", "space": "default", "warm_start": None},
+                         tmp_path / "runs")
     assert spec["data"] == str(tmp_path / "d.npz")
-    assert spec["tracking_uri"] == f"sqlite:///{tmp_path / 'm.db'}"
+    from orchestrator.spec import SearchSpec
+    uri = SearchSpec(tracking_uri="sqlite:///m.db").resolved_tracking_uri()
+    assert uri == f"sqlite:///{tmp_path / 'm.db'}"
     assert spec["space"] == "default" and spec["output_dir"] == str(tmp_path / "runs")
 
 

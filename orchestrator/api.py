@@ -65,19 +65,27 @@ def train_config(path: str | Path, *, name: str | None = None, data: str | None 
     return run_search(SearchSpec(**options))
 
 
-def resume_search(path: str | Path, **kwargs: Any) -> SearchResult:
-    """Continue a search whose driver was killed: `path` is its folder (output_dir/name)."""
-    from orchestrator.search import STATE_FILE
+def resume_search(path: str | Path, *, data: Any = None, **kwargs: Any) -> SearchResult:
+    """Continue a search whose driver was stopped or killed: `path` is its folder
+    (output_dir/name). A search on in-memory data needs the same `data` again."""
+    from orchestrator.folder import SearchFolder
 
-    state_path = Path(path) / STATE_FILE
-    if not state_path.is_file():
-        raise ValueError(f"{path} is not a search folder (no {STATE_FILE}); pass "
+    folder = SearchFolder(Path(path).resolve())
+    if not folder.state.is_file():
+        raise ValueError(f"{path} is not a search folder (no {folder.state.name}); pass "
                          "output_dir/name of the search to resume")
-    state = json.loads(state_path.read_text())
+    state = folder.read_state()
     if state.get("finished"):
         raise ValueError(f"the search in {path} already finished; start a new one instead")
-    spec = SearchSpec.from_dict({**state["spec"], "tracking_uri": state.get("tracking_uri")})
-    return run_search(spec, resume=True, **kwargs)
+    values = {**state["spec"], "tracking_uri": state.get("tracking_uri")}
+    if str(values.get("data", "")).startswith("<in-memory"):
+        if data is None:
+            raise ValueError(f"the search in {path} ran on in-memory data; resume it from "
+                             "Python with resume_search(path, data=<the same data>)")
+        values["data"] = data
+    if values.get("name") == folder.root.name:  # resume it where it is, even if moved
+        values["output_dir"] = str(folder.root.parent)
+    return run_search(SearchSpec.from_dict(values), resume=True, **kwargs)
 
 
 __all__ = ["SearchResult", "SearchSpec", "load_config_file", "resume_search", "run_search",

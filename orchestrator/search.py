@@ -4,7 +4,6 @@ leaderboard, best config, MLflow records.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import sys
@@ -15,6 +14,8 @@ from typing import Any, TextIO
 import yaml
 
 from orchestrator import resources
+from orchestrator.folder import SearchFolder, portable_spec
+from orchestrator.history import seeded_storage
 from orchestrator.pareto import pareto_png
 from orchestrator.result import SearchResult, trials_table
 from orchestrator.spec import SearchSpec
@@ -57,8 +58,10 @@ def describe_space(searched: dict) -> dict[str, Any]:
             for k, v in searched.items()}
 
 
-def make_searcher(spec: SearchSpec, objective, searched: dict, base: dict):
-    """Optuna through Ray Tune: seeded TPE, or seeded NSGA-II for a Pareto search."""
+def make_searcher(spec: SearchSpec, objective, searched: dict, base: dict, history=()):
+    """Optuna through Ray Tune: seeded TPE, or seeded NSGA-II for a Pareto search.
+
+    history: trial records of a resumed search; the study starts with them (see `history`)."""
     from optuna.samplers import NSGAIISampler, TPESampler
 
     from orchestrator.searcher import TruthfulOptunaSearch
@@ -67,29 +70,30 @@ def make_searcher(spec: SearchSpec, objective, searched: dict, base: dict):
         sampler = NSGAIISampler(seed=spec.seed, population_size=max(4, spec.num_trials // 3))
     else:
         sampler = TPESampler(seed=spec.seed, n_startup_trials=max(3, spec.num_trials // 4))
+    ran = [rec.knobs for rec in history]
+    points = [p for p in warm_start_points(spec.warm_start, searched, base)
+              if not any(p.items() <= knobs.items() for knobs in ran)]
+    seeded = {}
+    if history:
+        seeded = {"study_name": spec.name,
+                  "storage": seeded_storage(history, searched, objective.metric, objective.mode,
+                                            spec.name)}
     return TruthfulOptunaSearch(metric=objective.metric, mode=objective.mode, sampler=sampler,
-                        seed=spec.seed,
-                        points_to_evaluate=warm_start_points(spec.warm_start, searched, base)
-                        or None)
-
-
-STATE_FILE = "search_state.json"
-JOURNAL_FILE = "trials.jsonl"
+                                seed=spec.seed, points_to_evaluate=points or None, **seeded)
 
 
 def run_search(spec: SearchSpec, *, out: TextIO = sys.stdout,
                tracker: Tracker | None = None, resume: bool = False) -> SearchResult:
     """Run a whole search and return its result. The CLI is a thin layer over this.
 
-    resume: continue the search in `output_dir/name` whose driver died: finished trials are
-    not run again, the Optuna study keeps its history, MLflow runs are continued."""
+    resume: continue the search in `output_dir/name` whose driver died. Trials its journal says
+    finished are kept and not run again; trials the death cut short are discarded (their
+    partial MLflow runs deleted) and new trials take their places; the Optuna study starts
+    from the finished trials; MLflow records the dead driver had not written are written."""
     import ray
-    from ray import tune
-    from ray.tune.logger import JsonLoggerCallback
-    from ray.tune.schedulers import ASHAScheduler
 
     from trainables.data.pipeline import to_ray_datasets
-    from trainables.trial.trainable import TrialContext, run_trial, trial_resources
+    from trainables.trial.trainable import TrialContext
 
     started = time.time()
     objective = spec.make_objective()
@@ -101,17 +105,15 @@ def run_search(spec: SearchSpec, *, out: TextIO = sys.stdout,
     try:
         if joining:
             searched, base, plan = prepare(spec, data, *resources.cluster_resources())
-        out_dir = (Path(spec.output_dir) / spec.name).resolve()
-        state_path = out_dir / STATE_FILE
-        previous = json.loads(state_path.read_text()) if resume else {}
-        if not resume and state_path.exists():
-            # A fresh search under a used name starts over; the old trial journal would
-            # otherwise be read as this search's history.
-            (out_dir / JOURNAL_FILE).unlink(missing_ok=True)
-        out_dir.mkdir(parents=True, exist_ok=True)
+        folder = SearchFolder.of(spec.output_dir, spec.name)
+        previous = folder.read_state() if resume else {}
+        if not resume:
+            folder.start_fresh()
         tracker = tracker or MlflowTracker(spec.resolved_tracking_uri(),
                                            artifact_root=spec.resolved_artifact_root(),
-                                           fallback_dir=out_dir)
+                                           fallback_dir=folder.root, outbox_file=folder.outbox)
+        book = TrialBook(tracker, spec.num_trials, spec.epochs, out=out, journal=folder.journal)
+        to_run = max(0, spec.num_trials - len(book.records))
         print(f"search {spec.name!r}: {spec.num_trials} trials x {spec.epochs} epochs on "
               f"{data.describe()}", file=out)
         print(f"  space: {describe_space(searched)}", file=out)
@@ -119,6 +121,10 @@ def run_search(spec: SearchSpec, *, out: TextIO = sys.stdout,
         print(f"  {plan.max_concurrent_trials} trial(s) at a time, {plan.cpus_per_trial} CPUs"
               + (f" and up to {plan.gpus_per_trial} GPUs" if plan.use_gpu else "")
               + " per trial", file=out, flush=True)
+        if resume:
+            print(f"  resuming: {len(book.records)} trial(s) already finished, "
+                  f"{len(book.cut_short)} cut short by the stop (discarded, run again), "
+                  f"{to_run} to run", file=out, flush=True)
 
         tracker.start_search(
             spec.name,
@@ -129,81 +135,74 @@ def run_search(spec: SearchSpec, *, out: TextIO = sys.stdout,
                        "objective.txt": objective.formula + "\n\n" + (objective.__doc__ or "")},
             parent_run_id=previous.get("parent_run_id"),
         )
-        state_path.write_text(json.dumps(
-            {"spec": {**spec.to_dict(), "output_dir": str(out_dir.parent)},
-             "parent_run_id": tracker.parent_run_id, "tracking_uri": tracker.location,
-             "finished": False}, indent=2, default=str))
-        datasets = to_ray_datasets(data)  # into the object store once; every trial shares it
-        ctx = TrialContext(
-            base=base, meta=data.meta(), model_builder=spec.resolved_model(),
-            n_train=len(data.x_train), cpus_per_trial=plan.cpus_per_trial,
-            use_gpu=plan.use_gpu, storage_path=str(out_dir / "train"), objective=objective,
-            always_use_worker_group=spec.always_use_worker_group,
-            cpus_per_worker=plan.cpus_per_worker, placement=spec.placement,
-        )
-        trainable = tune.with_resources(
-            tune.with_parameters(run_trial, ctx=ctx, datasets=datasets), trial_resources(ctx))
-        searcher = make_searcher(spec, objective, searched, base) if searched else None
-        scheduler = None
-        if spec.early_stopping:
-            scheduler = ASHAScheduler(
-                metric=objective.metric, mode=objective.mode, time_attr="training_iteration",
-                max_t=spec.epochs, grace_period=spec.grace_period,
-                reduction_factor=spec.reduction_factor)
-        book = TrialBook(tracker, spec.num_trials, spec.epochs, out=out,
-                         journal=out_dir / JOURNAL_FILE)
-        callbacks = [book, JsonLoggerCallback()]  # result.json per trial, nothing heavier
-        if resume:
-            # Trials the journal says finished are not re-run, even if Tune's last saved state
-            # (every 2 s) still had them running: they report their recorded result.
-            finished = {tid: {**rec.metrics, "status": rec.status, "done": True}
-                        for tid, rec in book.records.items() if rec.ended is not None}
-            trainable = tune.with_resources(
-                tune.with_parameters(run_trial, ctx=dataclasses.replace(ctx, finished=finished),
-                                     datasets=datasets), trial_resources(ctx))
-            tuner = tune.Tuner.restore(str(out_dir), trainable=trainable,
-                                       resume_unfinished=True, resume_errored=False)
-            # The restored run config carries the dead driver's callbacks (unpickled from
-            # tuner.pkl, with no records); hand it this driver's book and tracker instead.
-            tuner._local_tuner.get_run_config().callbacks = callbacks
-            print(f"  resuming: {len(book.records)} trial(s) already finished", file=out)
-            tuner.fit()
-            return _finish(spec, searched, base, book, tracker, objective, out_dir, started)
-        tuner = tune.Tuner(
-            trainable,
-            param_space=searched,
-            tune_config=tune.TuneConfig(
-                search_alg=searcher,
-                scheduler=scheduler,
-                # metric/mode live on the searcher and scheduler (TuneConfig rejects the lists
-                # of a Pareto search); a one-config run has neither and ranks by itself.
-                num_samples=spec.num_trials,
-                max_concurrent_trials=plan.max_concurrent_trials,
-                time_budget_s=spec.time_budget_s,
-                # Reuse a finished trial's actor for the next in-process trial: torch, the
-                # model code and Ray Data are already imported there.
-                reuse_actors=True,
-            ),
-            run_config=tune.RunConfig(
-                name=spec.name, storage_path=str(out_dir.parent), verbose=0,
-                # In-process trials restart from their last checkpoint after a crash.
-                # Only a lost trial process reaches Tune as an error: every other failure is
-                # reported as the trial's status (run_trial), so this retries nothing else.
-                failure_config=tune.FailureConfig(max_failures=2),
-                # One checkpoint per in-process trial is all a restart resumes from.
-                checkpoint_config=tune.CheckpointConfig(num_to_keep=1),
-                # result.json per trial (what Tune's ResultGrid reads), nothing heavier.
-                callbacks=[book, JsonLoggerCallback()],
-            ),
-        )
-        tuner.fit()
-        return _finish(spec, searched, base, book, tracker, objective, out_dir, started)
+        book.discard_cut_short()
+        folder.write_state(spec=portable_spec(spec.to_dict(), folder.root.parent),
+                           parent_run_id=tracker.parent_run_id, tracking_uri=tracker.location,
+                           finished=False)
+        if to_run:
+            datasets = to_ray_datasets(data)  # into the object store once; trials share it
+            ctx = TrialContext(
+                base=base, meta=data.meta(), model_builder=spec.resolved_model(),
+                n_train=len(data.x_train), cpus_per_trial=plan.cpus_per_trial,
+                use_gpu=plan.use_gpu, storage_path=str(folder.train_storage),
+                objective=objective, always_use_worker_group=spec.always_use_worker_group,
+                cpus_per_worker=plan.cpus_per_worker, placement=spec.placement,
+            )
+            _tuner(spec, ctx, datasets, searched, base, objective, plan, book, to_run,
+                   folder).fit()
+        return _finish(spec, searched, base, book, tracker, objective, folder, started)
     finally:
         if started_ray:
             ray.shutdown()
 
 
-def _finish(spec, searched, base, book, tracker, objective, out_dir, started) -> SearchResult:
+def _tuner(spec, ctx, datasets, searched, base, objective, plan, book, num_samples, folder):
+    from ray import tune
+    from ray.tune.logger import JsonLoggerCallback
+    from ray.tune.schedulers import ASHAScheduler
+
+    from trainables.trial.trainable import run_trial, trial_resources
+
+    trainable = tune.with_resources(
+        tune.with_parameters(run_trial, ctx=ctx, datasets=datasets), trial_resources(ctx))
+    history = list(book.records.values())
+    searcher = make_searcher(spec, objective, searched, base, history) if searched else None
+    scheduler = None
+    if spec.early_stopping:
+        scheduler = ASHAScheduler(
+            metric=objective.metric, mode=objective.mode, time_attr="training_iteration",
+            max_t=spec.epochs, grace_period=spec.grace_period,
+            reduction_factor=spec.reduction_factor)
+    return tune.Tuner(
+        trainable,
+        param_space=searched,
+        tune_config=tune.TuneConfig(
+            search_alg=searcher,
+            scheduler=scheduler,
+            # metric/mode live on the searcher and scheduler (TuneConfig rejects the lists
+            # of a Pareto search); a one-config run has neither and ranks by itself.
+            num_samples=num_samples,
+            max_concurrent_trials=plan.max_concurrent_trials,
+            time_budget_s=spec.time_budget_s,
+            # Reuse a finished trial's actor for the next in-process trial: torch, the
+            # model code and Ray Data are already imported there.
+            reuse_actors=True,
+        ),
+        run_config=tune.RunConfig(
+            name=spec.name, storage_path=str(folder.root.parent), verbose=0,
+            # In-process trials restart from their last checkpoint after a crash.
+            # Only a lost trial process reaches Tune as an error: every other failure is
+            # reported as the trial's status (run_trial), so this retries nothing else.
+            failure_config=tune.FailureConfig(max_failures=2),
+            # One checkpoint per in-process trial is all a restart resumes from.
+            checkpoint_config=tune.CheckpointConfig(num_to_keep=1),
+            # result.json per trial (what Tune's ResultGrid reads), nothing heavier.
+            callbacks=[book, JsonLoggerCallback()],
+        ),
+    )
+
+
+def _finish(spec, searched, base, book, tracker, objective, folder, started) -> SearchResult:
     knobs = list(searched)
     table = trials_table(list(book.records.values()), knobs)
     best = None
@@ -213,15 +212,15 @@ def _finish(spec, searched, base, book, tracker, objective, out_dir, started) ->
         best = table.iloc[0].to_dict()
         best_rec = book.records[best["trial_id"]]
         best_config = TrialConfig.from_dict({**base, **best_rec.knobs}).to_dict()
-        best_path = out_dir / "best_config.json"
+        best_path = folder.best_config
         best_path.write_text(json.dumps(
             # spec.to_dict(): in-memory data (arrays) becomes its description, not a JSON dump.
             {"name": spec.name, "data": spec.to_dict()["data"], "config": best_config,
              "objective": objective.formula,
              "metrics": {k: v for k, v in best_rec.metrics.items()}}, indent=2, default=float))
-    leaderboard_path = out_dir / "leaderboard.csv"
+    leaderboard_path = folder.leaderboard
     table.to_csv(leaderboard_path, index=False)
-    pareto_path = out_dir / "pareto.csv"
+    pareto_path = folder.pareto_csv
     front = table[table["pareto"]] if not table.empty else table
     front.to_csv(pareto_path, index=False)
     on_front = set(front["trial_id"]) if not front.empty else set()
@@ -230,7 +229,7 @@ def _finish(spec, searched, base, book, tracker, objective, out_dir, started) ->
     tags = {rid: {"best_trial": str(rid == best_id).lower(),
                   "pareto": str(rid in on_front).lower()}
             for rid in book.records}
-    plot_path = out_dir / "pareto.png"
+    plot_path = folder.pareto_png
     plot_path.write_bytes(pareto_png(table, best_id, title=f"search {spec.name!r}: "
                                                           "accuracy against training time"))
     artifacts: dict[str, str | bytes] = {"leaderboard.csv": leaderboard_path.read_text(),
@@ -239,16 +238,14 @@ def _finish(spec, searched, base, book, tracker, objective, out_dir, started) ->
     if best_path:
         artifacts["best_config.json"] = best_path.read_text()
     wall = time.time() - started
-    state_path = out_dir / STATE_FILE
-    if state_path.exists():
-        state_path.write_text(json.dumps({**json.loads(state_path.read_text()),
-                                          "finished": True}, indent=2))
     tracker.end_search(artifacts, tags, {"search_wall_s": wall,
                                          "trials": float(len(book.records))}
                        | ({"best_objective": float(best["objective"])} if best else {}))
+    # Only now: a search stopped before this point stays resumable.
+    folder.write_state(finished=True, parent_run_id=tracker.parent_run_id)
     return SearchResult(
         name=spec.name, trials=table, best=best, best_config=best_config,
-        output_dir=str(out_dir), best_config_path=str(best_path) if best_path else None,
+        output_dir=str(folder.root), best_config_path=str(best_path) if best_path else None,
         leaderboard_path=str(leaderboard_path), pareto_path=str(pareto_path),
         tracking_uri=tracker.location,
         experiment_name=spec.name, parent_run_id=tracker.parent_run_id,

@@ -155,7 +155,10 @@ class SearchSpec:
                               reference_time_s=self.reference_time_s, target=self.target)
 
     def resolved_tracking_uri(self) -> str:
-        return self.tracking_uri or f"sqlite:///{Path.cwd() / 'mlflow.db'}"
+        uri = self.tracking_uri or "sqlite:///mlflow.db"
+        if uri.startswith("sqlite:///"):  # absolute: the same store from any directory
+            return f"sqlite:///{Path(uri.removeprefix('sqlite:///')).resolve()}"
+        return uri
 
     def resolved_artifact_root(self) -> Path | None:
         """Where run artifacts go: beside a SQLite store's file (`mlartifacts/`); None lets a

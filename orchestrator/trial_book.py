@@ -5,7 +5,6 @@ prints progress once per epoch, and forwards each event to the tracker.
 from __future__ import annotations
 
 import dataclasses
-import json
 import sys
 import time
 from dataclasses import dataclass, field
@@ -14,7 +13,11 @@ from typing import Any, TextIO
 
 from ray.tune import Callback
 
+from orchestrator import jsonl
 from orchestrator.tracking import Tracker
+from trainables.status import TrialStatus
+
+DISCARDED = TrialStatus.DISCARDED
 
 # Metrics a trial reports that are not numbers to plot, or are Tune's own bookkeeping.
 _NOT_METRICS = {
@@ -58,6 +61,18 @@ def numeric_metrics(result: dict[str, Any]) -> dict[str, float]:
     }
 
 
+def read_journal(path: Path | None) -> tuple[dict[str, TrialRecord], list[str]]:
+    """The trials a journal holds: those that finished (trial id -> record), and the ids of those
+    that started but never ended (cut short by a driver's death). The last line of a trial wins;
+    trials already discarded by an earlier resume are neither."""
+    last: dict[str, TrialRecord] = {}
+    for line in jsonl.read(path) if path is not None else []:
+        last[line["trial_id"]] = TrialRecord(**line)
+    finished = {tid: r for tid, r in last.items() if r.ended is not None and r.status != DISCARDED}
+    cut_short = [tid for tid, r in last.items() if r.ended is None]
+    return finished, cut_short
+
+
 def _error_reason(trial) -> str:
     path = getattr(trial, "error_file", None)
     if path and Path(path).is_file():
@@ -68,8 +83,8 @@ def _error_reason(trial) -> str:
 
 
 class TrialBook(Callback):
-    """`journal`: a JSON-lines file that gets every finished trial's record, so a resumed search
-    knows the trials it does not run again."""
+    """`journal`: a JSON-lines file that gets a line when a trial starts and one when it ends, so
+    a resumed search knows the trials it does not run again and those a kill cut short."""
 
     def __init__(self, tracker: Tracker, num_trials: int, epochs: int, out: TextIO = sys.stdout,
                  journal: Path | None = None):
@@ -78,12 +93,22 @@ class TrialBook(Callback):
         self.epochs = epochs
         self.out = out
         self.journal = journal
-        self.records: dict[str, TrialRecord] = {}
-        if journal is not None and journal.exists():
-            for line in journal.read_text().splitlines():
-                if line.strip():
-                    rec = TrialRecord(**json.loads(line))
-                    self.records[rec.trial_id] = rec
+        self.records, self.cut_short = read_journal(journal)
+
+    def discard_cut_short(self) -> None:
+        """Settle the trials a dead driver left half-run: journal them as discarded and delete
+        their MLflow runs. Their places in the trial count go to new trials."""
+        for trial_id in self.cut_short:
+            self.tracker.discard_trial(trial_id)
+            if self.journal is not None:
+                jsonl.append(self.journal, {"trial_id": trial_id, "number": 0, "knobs": {},
+                                            "started": 0.0, "ended": time.time(),
+                                            "status": DISCARDED})
+        self.cut_short = []
+
+    def _write(self, rec: TrialRecord) -> None:
+        if self.journal is not None:
+            jsonl.append(self.journal, dataclasses.asdict(rec), default=_plain)
 
     def __getstate__(self):
         # Tune pickles its callbacks with the experiment state; a stream (pytest's capture, a
@@ -113,6 +138,7 @@ class TrialBook(Callback):
         self.records[trial.trial_id] = rec
         knobs = " ".join(f"{k}={v}" for k, v in rec.knobs.items())
         self._print(f"{self._tag(rec)} start  {knobs}")
+        self._write(rec)  # before MLflow hears of it: a resume must know every run it may find
         self.tracker.start_trial(rec.trial_id, rec.knobs)
 
     def on_trial_result(self, iteration, trials, trial, result, **info):
@@ -145,9 +171,7 @@ class TrialBook(Callback):
         detail = f" ({reason})" if reason else ""
         self._print(f"{self._tag(rec)} {status} after {rec.wall_s:.1f}s wall{detail}")
         self.tracker.end_trial(rec.trial_id, status, rec.metrics, reason)
-        if self.journal is not None:
-            with self.journal.open("a") as f:
-                f.write(json.dumps(dataclasses.asdict(rec), default=_plain) + "\n")
+        self._write(rec)
 
     def on_trial_complete(self, iteration, trials, trial, **info):
         if self._done_before(trial):

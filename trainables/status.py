@@ -25,6 +25,9 @@ class TrialStatus(StrEnum):
     """The configuration cannot run here: out of memory, or no optimizer step fits its data."""
     FAILED = "failed"
     """An error that is not a property of the configuration (a crash, a lost worker)."""
+    DISCARDED = "discarded"
+    """Cut short by the death of the search's driver: a resume runs a new trial in its place and
+    deletes its partial MLflow run. Never in the leaderboard."""
 
 
 # Trials that ran to a valid end: the leaderboard ranks them and the Pareto set is drawn from them.
@@ -46,6 +49,7 @@ MLFLOW_RUN_STATUS: dict[TrialStatus, str] = {
     TrialStatus.DIVERGED: "FAILED",
     TrialStatus.INFEASIBLE: "FAILED",
     TrialStatus.FAILED: "FAILED",
+    TrialStatus.DISCARDED: "KILLED",
 }
 
 

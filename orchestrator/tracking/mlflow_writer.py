@@ -81,6 +81,15 @@ class MlflowWriter:
             return None
         return run_id
 
+    def _run(self, trial_id: str) -> str | None:
+        """The trial's run: made by this writer, or by an earlier driver of a resumed search."""
+        if trial_id not in self.runs:
+            run_id = self._existing_trial_run(trial_id)
+            if run_id is None:
+                return None
+            self.runs[trial_id] = run_id
+        return self.runs[trial_id]
+
     def _existing_trial_run(self, trial_id: str) -> str | None:
         found = self.client.search_runs(
             [self.experiment_id],
@@ -94,7 +103,9 @@ class MlflowWriter:
     def start_search(self, name: str, params: dict[str, Any], artifacts: dict[str, str | bytes],
                      tags: dict[str, str], parent_run_id: str | None = None) -> None:
         self.experiment_id = self._experiment(name)
-        run_id = self._existing_parent(parent_run_id)
+        # A second start_search in one writer (a resumed search writing its dead driver's held
+        # steps first) continues the parent it already has.
+        run_id = self._existing_parent(parent_run_id or self.parent_run_id)
         if run_id is None:
             origin = {"orchestrator.origin_run_id": parent_run_id} if parent_run_id else {}
             run = self.client.create_run(self.experiment_id, run_name=f"search-{name}",
@@ -127,11 +138,11 @@ class MlflowWriter:
 
     def log_epoch(self, trial_id: str, metrics: dict[str, float], step: int,
                   timestamp_ms: int) -> None:
-        self._log(self.runs[trial_id], metrics=metrics, step=step, timestamp_ms=timestamp_ms)
+        self._log(self._run(trial_id), metrics=metrics, step=step, timestamp_ms=timestamp_ms)
 
     def end_trial(self, trial_id: str, status: str, metrics: dict[str, float],
                   reason: str | None, timestamp_ms: int) -> None:
-        run_id = self.runs[trial_id]
+        run_id = self._run(trial_id)
         tags = {"status": status}
         # Resumed from a checkpoint after a worker died (FailureConfig): worth a filter in the UI.
         restarts = int(metrics.get("restarts", 0))
@@ -142,11 +153,24 @@ class MlflowWriter:
         self._log(run_id, metrics=final, tags=tags, timestamp_ms=timestamp_ms)
         self.client.set_terminated(run_id, mlflow_run_status(status))
 
+    def discard_trial(self, trial_id: str) -> None:
+        """Delete the partial run of a trial cut short by a driver's death (a resume runs a new
+        trial in its place). Deleted, not dropped: `mlflow gc` or the UI can still restore it."""
+        run_id = self._run(trial_id)
+        if run_id is None:
+            return  # the dead driver never reached MLflow for it
+        self._log(run_id, tags={"status": "discarded"})
+        self.client.set_terminated(run_id, mlflow_run_status("discarded"))
+        self.client.delete_run(run_id)
+        self.runs.pop(trial_id, None)
+
     def end_search(self, artifacts: dict[str, str | bytes], trial_tags: dict[str, dict[str, str]],
                    metrics: dict[str, float], timestamp_ms: int) -> None:
+        # Every trial of the search, also those an earlier driver of a resumed search ran.
         for trial_id, tags in trial_tags.items():
-            if trial_id in self.runs:
-                self._log(self.runs[trial_id], tags=tags)
+            run_id = self._run(trial_id)
+            if run_id is not None:
+                self._log(run_id, tags=tags)
         self._artifacts(self.parent_run_id, artifacts)
         self._log(self.parent_run_id, metrics=metrics, timestamp_ms=timestamp_ms)
         self.client.set_terminated(self.parent_run_id, "FINISHED")

@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 from typing import Any, TextIO
 
+from orchestrator import jsonl
 from orchestrator.tracking.mlflow_writer import MlflowWriter
 
 # MLflow errors that retrying cannot fix: the store answered and refused the write.
@@ -48,10 +49,19 @@ class Outbox:
     """The journal of one search's tracking steps, and how far it has been written."""
 
     def __init__(self, writer: MlflowWriter, *, retry_interval_s: float = 2.0,
-                 out: TextIO | None = None):
+                 out: TextIO | None = None, file: Path | None = None):
+        """file: an append-only copy of the queue on disk (a line per step, and a `written`
+        mark as the store takes them), so records held through an outage outlive the driver."""
         self.writer = writer
+        self.file = file
         self.journal: list[Step] = []
         self.written = 0  # journal[:written] are in the store (or were refused by it)
+        self._prelude: Step | None = None
+        if file is not None and file.exists():
+            # A resumed search: what its dead driver had not written yet goes first.
+            self.journal, self.written = read_file(file)
+            if self.written and self.journal[0][0] == "start_search":
+                self._prelude = self.journal[0]
         self.retry_interval_s = retry_interval_s
         self.out = out
         self._failed_at: float | None = None  # when the head of the queue last failed
@@ -62,6 +72,11 @@ class Outbox:
     def __setstate__(self, state):
         self.__dict__.update(state, out=None)
 
+    def continue_parent(self, parent_run_id: str | None) -> None:
+        """A reopened outbox's steps belong to this parent run (the resumed search's)."""
+        if self._prelude is not None and parent_run_id:
+            self._prelude = with_parent([self._prelude], parent_run_id)[0]
+
     @property
     def pending(self) -> int:
         return len(self.journal) - self.written
@@ -71,6 +86,8 @@ class Outbox:
 
     def submit(self, op: str, **kwargs: Any) -> None:
         self.journal.append((op, kwargs))
+        if self.file is not None:
+            jsonl.append(self.file, {"op": op, "kwargs": _encode(kwargs)}, default=_plain)
         # While the store is down, try it again at most every retry_interval_s: a hanging
         # server costs the Tune driver one request timeout per try.
         if self._failed_at is None or time.time() - self._failed_at >= self.retry_interval_s:
@@ -79,20 +96,39 @@ class Outbox:
     def flush(self) -> bool:
         """Write the queue in order, stopping at the first step the store cannot take now.
         True when nothing is left. Never raises: MLflow's trouble must not end the search."""
+        before = self.written
+        try:
+            return self._flush()
+        finally:
+            if self.file is not None and self.written > before:
+                jsonl.append(self.file, {"written": self.written})
+
+    def _write(self, op: str, kwargs: dict[str, Any]) -> bool:
+        """Write one step; False if the store is unreachable (a refused step is skipped)."""
+        try:
+            getattr(self.writer, op)(**kwargs)
+        except Exception as err:  # noqa: BLE001 - every failure is held or reported
+            if is_outage(err):
+                if self._failed_at is None:
+                    self.say(f"tracking: {self.writer.tracking_uri} unreachable "
+                              f"({_short(err)}); the search goes on and its records are "
+                              "held and retried")
+                self._failed_at = time.time()
+                return False
+            self.say(f"tracking: {self.writer.tracking_uri} refused {op} "
+                      f"({_short(err)}); skipped")
+        return True
+
+    def _flush(self) -> bool:
+        if self._prelude is not None:
+            # A reopened outbox: the search's first step again (it is safe to repeat), so the
+            # writer knows the experiment and parent run the held steps belong to.
+            if not self._write(*self._prelude):
+                return False
+            self._prelude = None
         while self.written < len(self.journal):
-            op, kwargs = self.journal[self.written]
-            try:
-                getattr(self.writer, op)(**kwargs)
-            except Exception as err:  # noqa: BLE001 - every failure is held or reported
-                if is_outage(err):
-                    if self._failed_at is None:
-                        self.say(f"tracking: {self.writer.tracking_uri} unreachable "
-                                  f"({_short(err)}); the search goes on and its records are "
-                                  "held and retried")
-                    self._failed_at = time.time()
-                    return False
-                self.say(f"tracking: {self.writer.tracking_uri} refused {op} "
-                          f"({_short(err)}); skipped")
+            if not self._write(*self.journal[self.written]):
+                return False
             self.written += 1
         if self._failed_at is not None:
             self.say(f"tracking: {self.writer.tracking_uri} reachable again; held records "
@@ -154,29 +190,43 @@ def replay(writer: MlflowWriter, journal: list[Step]) -> None:
         getattr(writer, op)(**kwargs)
 
 
+def _encode(kwargs: dict[str, Any]) -> dict[str, Any]:
+    kwargs = dict(kwargs)
+    if "artifacts" in kwargs:  # a PNG is bytes; JSON holds text
+        kwargs["artifacts"] = {
+            name: {"base64": base64.b64encode(v).decode()} if isinstance(v, bytes) else v
+            for name, v in kwargs["artifacts"].items()}
+    return kwargs
+
+
+def _decode(kwargs: dict[str, Any]) -> dict[str, Any]:
+    if "artifacts" in kwargs:
+        kwargs["artifacts"] = {
+            name: base64.b64decode(v["base64"]) if isinstance(v, dict) else v
+            for name, v in kwargs["artifacts"].items()}
+    return kwargs
+
+
 def save_journal(path: Path, tracking_uri: str, journal: list[Step]) -> None:
-    steps = []
-    for op, kwargs in journal:
-        kwargs = dict(kwargs)
-        if "artifacts" in kwargs:  # a PNG is bytes; JSON holds text
-            kwargs["artifacts"] = {
-                name: {"base64": base64.b64encode(v).decode()} if isinstance(v, bytes) else v
-                for name, v in kwargs["artifacts"].items()}
-        steps.append({"op": op, "kwargs": kwargs})
+    steps = [{"op": op, "kwargs": _encode(kwargs)} for op, kwargs in journal]
     path.write_text(json.dumps({"tracking_uri": tracking_uri, "steps": steps}, default=_plain))
 
 
 def load_journal(path: Path) -> list[Step]:
     raw = json.loads(Path(path).read_text())
-    journal = []
-    for step in raw["steps"]:
-        kwargs = step["kwargs"]
-        if "artifacts" in kwargs:
-            kwargs["artifacts"] = {
-                name: base64.b64decode(v["base64"]) if isinstance(v, dict) else v
-                for name, v in kwargs["artifacts"].items()}
-        journal.append((step["op"], kwargs))
-    return journal
+    return [(step["op"], _decode(step["kwargs"])) for step in raw["steps"]]
+
+
+def read_file(path: Path) -> tuple[list[Step], int]:
+    """A persisted outbox (see `Outbox.file`): its steps, and how many of them the store took."""
+    steps: list[Step] = []
+    written = 0
+    for line in jsonl.read(path):
+        if "written" in line:
+            written = line["written"]
+        else:
+            steps.append((line["op"], _decode(line["kwargs"])))
+    return steps, written
 
 
 def _plain(value: Any) -> Any:  # numpy scalars and the like

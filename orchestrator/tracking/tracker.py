@@ -42,6 +42,9 @@ class Tracker:
                   reason: str | None = None) -> None:
         pass
 
+    def discard_trial(self, trial_id: str) -> None:
+        """A trial cut short by a driver's death (see `TrialStatus.DISCARDED`)."""
+
     def end_search(self, artifacts: dict[str, str | bytes], trial_tags: dict[str, dict[str, str]],
                    metrics: dict[str, float]) -> None:
         pass
@@ -57,7 +60,8 @@ class MlflowTracker(Tracker):
 
     def __init__(self, tracking_uri: str, artifact_root: Path | None = None, *,
                  parent_run_id: str | None = None, fallback_dir: Path | None = None,
-                 retry_window_s: float | None = None, out: TextIO | None = None):
+                 retry_window_s: float | None = None, out: TextIO | None = None,
+                 outbox_file: Path | None = None):
         """
         parent_run_id: continue this parent run (a resumed search) instead of making one.
         fallback_dir: where the records go if the store is still unreachable when the search
@@ -65,6 +69,8 @@ class MlflowTracker(Tracker):
         retry_window_s: how long the end of the search waits for an unreachable store
             (default: $ORCHESTRATOR_TRACKING_RETRY_S, else 60 s).
         out: where outage messages are printed (default: stderr).
+        outbox_file: keep the queue of tracking steps on disk there (see `Outbox`); a tracker
+            made on an existing file first writes what its dead predecessor had not.
         """
         import logging
 
@@ -81,7 +87,7 @@ class MlflowTracker(Tracker):
         self.retry_window_s = retry_window_s if retry_window_s is not None else \
             float(os.environ.get("ORCHESTRATOR_TRACKING_RETRY_S", 60))
         self.writer = MlflowWriter(tracking_uri, artifact_root)
-        self.outbox = Outbox(self.writer, out=out)
+        self.outbox = Outbox(self.writer, out=out, file=outbox_file)
         self._env = environment_tags()
 
     @property
@@ -91,6 +97,7 @@ class MlflowTracker(Tracker):
     def start_search(self, name: str, params: dict[str, Any],
                      artifacts: dict[str, str | bytes], parent_run_id: str | None = None) -> None:
         self.resume_parent_run_id = parent_run_id or self.resume_parent_run_id
+        self.outbox.continue_parent(self.resume_parent_run_id)
         self.outbox.submit("start_search", name=name, params=params, artifacts=artifacts,
                            tags=self._env, parent_run_id=self.resume_parent_run_id)
 
@@ -106,6 +113,9 @@ class MlflowTracker(Tracker):
                   reason: str | None = None) -> None:
         self.outbox.submit("end_trial", trial_id=trial_id, status=status, metrics=dict(metrics),
                            reason=reason, timestamp_ms=_now_ms())
+
+    def discard_trial(self, trial_id: str) -> None:
+        self.outbox.submit("discard_trial", trial_id=trial_id)
 
     def end_search(self, artifacts: dict[str, str | bytes], trial_tags: dict[str, dict[str, str]],
                    metrics: dict[str, float]) -> None:

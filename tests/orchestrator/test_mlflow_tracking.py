@@ -17,6 +17,7 @@ import pytest
 import torch
 from mlflow.tracking import MlflowClient
 
+from orchestrator.folder import SearchFolder
 from orchestrator.search import _finish
 from orchestrator.spec import SearchSpec
 from orchestrator.tracking import MlflowTracker
@@ -102,7 +103,7 @@ class Search:
 
     def finish(self):
         return _finish(self.spec, {"width": None}, self.spec.trial_base(), self.book,
-                       self.tracker, self.objective, self.out_dir, self.started)
+                       self.tracker, self.objective, SearchFolder(self.out_dir), self.started)
 
 
 def _runs(uri: str, name: str):
@@ -234,3 +235,43 @@ def test_store_that_never_returns_falls_back_to_local_sqlite(mlflow_server, tmp_
     assert_complete(mlflow_server.uri, "it-fallback", parent)
     assert import_journal([str(journal), "--tracking-uri", mlflow_server.uri]) == 0  # twice: same
     assert_complete(mlflow_server.uri, "it-fallback", parent)
+
+
+def test_driver_death_during_an_outage_loses_nothing_and_resume_tags_every_trial(
+        mlflow_server, tmp_path):
+    """The records held through an outage are in the persisted outbox; the resumed driver writes
+    them, deletes the cut-short trial's partial run, and tags trials of both drivers."""
+    from mlflow.entities import ViewType
+
+    outbox, journal = tmp_path / "mlflow-outbox.jsonl", tmp_path / "trials.jsonl"
+    first = Search(tmp_path / "a", "it-dies", mlflow_server.uri, outbox_file=outbox)
+    first.book = TrialBook(first.tracker, len(PLAN), EPOCHS, out=io.StringIO(), journal=journal)
+    first.start()
+    first.play("t_best")
+    parent = first.tracker.parent_run_id
+    mlflow_server.stop()
+    try:
+        first.play("t_fast")  # held: only in memory and in the outbox file
+        first.play("t_slow", range(1, 2), end=False)  # cut short by the driver's death
+        assert first.tracker.outbox.pending > 0
+    finally:
+        mlflow_server.start()
+    del first  # the driver dies: nothing more is written from it
+
+    again = Search(tmp_path / "b", "it-dies", mlflow_server.uri, outbox_file=outbox,
+                   parent_run_id=parent)
+    again.book = TrialBook(again.tracker, len(PLAN), EPOCHS, out=io.StringIO(), journal=journal)
+    assert set(again.book.records) == {"t_best", "t_fast"} and again.book.cut_short == ["t_slow"]
+    again.start()  # writes the dead driver's held records first
+    again.book.discard_cut_short()
+    for trial_id in list(PLAN)[2:]:
+        again.play(trial_id)
+    again.finish()
+    assert_complete(mlflow_server.uri, "it-dies", parent)
+    client, _, children = _runs(mlflow_server.uri, "it-dies")
+    assert children["t_best"].data.tags["best_trial"] == "true"  # run by the first driver
+    assert all("pareto" in run.data.tags for run in children.values())
+    exp = client.get_experiment_by_name("it-dies")
+    deleted = client.search_runs([exp.experiment_id], run_view_type=ViewType.DELETED_ONLY)
+    assert [(r.data.tags["orchestrator.trial_id"], r.info.status) for r in deleted] == [
+        ("t_slow", "KILLED")]

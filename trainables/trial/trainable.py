@@ -34,9 +34,6 @@ class TrialContext:
     storage_path: str
     model_builder: Callable | None = None
     """A user's own model builder (cfg, meta) -> nn.Module; None uses the config's workload."""
-    finished: dict[str, dict] | None = None
-    """Resume: trial id -> final metrics of trials that finished before the driver died. Tune
-    may restore one as unfinished (its state is saved every few seconds); it is not re-run."""
     always_use_worker_group: bool = False
     """Run single-worker trials through a TorchTrainer too (slower start, same training)."""
     objective: Callable[[dict, dict], dict] | None = None
@@ -100,10 +97,6 @@ def run_trial(sampled: dict[str, Any], ctx: TrialContext, datasets: dict) -> Non
 
     import ray.tune
 
-    finished = (ctx.finished or {}).get(ray.tune.get_context().get_trial_id())
-    if finished is not None:
-        ray.tune.report(finished)  # its recorded result, so Tune and Optuna see it finish
-        return
     cfg = trial_config(ctx, sampled)
     cpus_per_worker = ctx.cpus_per_worker or ctx.cpus_per_trial / cfg.workers
     plan = TrialPlan(cfg=cfg, meta=ctx.meta, n_train=ctx.n_train,

@@ -1,0 +1,91 @@
+"""A search's output folder: one object that owns every file name in it.
+
+    OUTPUT_DIR/NAME/
+      search_state.json    the spec and where MLflow is; `finished` once the search ended
+      trials.jsonl         a line when each trial starts and when it ends (the resume journal)
+      mlflow-outbox.jsonl  every tracking step, so a driver death loses no MLflow record
+      leaderboard.csv, pareto.csv, pareto.png, best_config.json   the results
+      run_trial_*/         Ray Tune's per-trial folders (result.json); train/ Ray Train's
+
+Everything a resume reads here is JSON: nothing in a search folder is unpickled.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+
+@dataclass(frozen=True)
+class SearchFolder:
+    root: Path
+
+    @classmethod
+    def of(cls, output_dir: str | Path, name: str) -> SearchFolder:
+        return cls((Path(output_dir) / name).resolve())
+
+    @property
+    def state(self) -> Path:
+        return self.root / "search_state.json"
+
+    @property
+    def journal(self) -> Path:
+        return self.root / "trials.jsonl"
+
+    @property
+    def outbox(self) -> Path:
+        return self.root / "mlflow-outbox.jsonl"
+
+    @property
+    def leaderboard(self) -> Path:
+        return self.root / "leaderboard.csv"
+
+    @property
+    def pareto_csv(self) -> Path:
+        return self.root / "pareto.csv"
+
+    @property
+    def pareto_png(self) -> Path:
+        return self.root / "pareto.png"
+
+    @property
+    def best_config(self) -> Path:
+        return self.root / "best_config.json"
+
+    @property
+    def train_storage(self) -> Path:
+        """Ray Train's storage for worker-group trials (checkpoints)."""
+        return self.root / "train"
+
+    def read_state(self) -> dict[str, Any]:
+        return json.loads(self.state.read_text()) if self.state.exists() else {}
+
+    def write_state(self, **changes: Any) -> None:
+        """Update search_state.json (write to a temp file, then rename: never half-written)."""
+        state = {**self.read_state(), **changes}
+        tmp = self.state.with_suffix(".tmp")
+        tmp.write_text(json.dumps(state, indent=2, default=str))
+        tmp.replace(self.state)
+
+    def start_fresh(self) -> None:
+        """A new search under a used name: the old journal and outbox are not its history."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        for path in (self.journal, self.outbox, self.state):
+            path.unlink(missing_ok=True)
+
+
+# Spec options that may name a file: stored absolute, so a resume works from any directory.
+_PATH_OPTIONS = ("data", "space", "warm_start")
+
+
+def portable_spec(spec: dict[str, Any], output_dir: Path) -> dict[str, Any]:
+    """The spec as search_state.json keeps it: relative file paths made absolute, and the output
+    folder's parent as output_dir."""
+    out = {**spec, "output_dir": str(output_dir)}
+    for key in _PATH_OPTIONS:
+        value = out.get(key)
+        if isinstance(value, str) and Path(value).exists():
+            out[key] = str(Path(value).resolve())
+    return out

@@ -14,6 +14,9 @@ from orchestrator.trial_book import TrialRecord
 
 LEADERBOARD_METRICS = ["val_score", "train_time_s", "samples_per_s", "objective",
                        "fixed_cost_s"]
+# Task metrics shown beside val_score when trials report them (segmentation: Dice and IoU; the
+# activation memory that gradient checkpointing trades for time).
+TASK_METRICS = ["val_dice", "val_iou", "activation_mb"]
 
 
 def trials_table(records: list[TrialRecord], knobs: list[str]) -> pd.DataFrame:
@@ -23,6 +26,7 @@ def trials_table(records: list[TrialRecord], knobs: list[str]) -> pd.DataFrame:
         row: dict[str, Any] = {"trial_id": rec.trial_id, "status": rec.status}
         row.update({k: rec.knobs.get(k) for k in knobs})
         row.update({k: rec.metrics.get(k, math.nan) for k in LEADERBOARD_METRICS})
+        row.update({k: rec.metrics[k] for k in TASK_METRICS if k in rec.metrics})
         row["epochs"] = rec.epochs
         row["restarts"] = int(rec.metrics.get("restarts", 0))  # resumes after a worker died
         row["trial_wall_s"] = rec.wall_s if rec.wall_s is not None else math.nan
@@ -69,8 +73,10 @@ class SearchResult:
     def leaderboard(self, knobs: list[str] | None = None) -> str:
         if self.trials.empty:
             return "(no trials ran)"
+        task = [k for k in TASK_METRICS if k in self.trials.columns and
+                (k != "activation_mb" or "val_dice" in self.trials.columns)]
         cols = ["rank", "trial_id", "status"] + (self.knobs if knobs is None else knobs) \
-            + LEADERBOARD_METRICS + ["pareto"]
+            + LEADERBOARD_METRICS[:1] + task + LEADERBOARD_METRICS[1:] + ["pareto"]
         table = self.trials[[c for c in cols if c in self.trials.columns]].copy()
         return table.to_string(index=False, float_format=lambda v: f"{v:,.4g}")
 

@@ -95,6 +95,8 @@ class SearchSpec:
         if self.model is None and self.workload not in WORKLOADS:
             raise ValueError(f"workload must be one of {sorted(WORKLOADS)} (got "
                              f"{self.workload!r}); or pass your own model")
+        if self.model is None and isinstance(self.data, (str, Path)):
+            check_data_kind(self.workload, Path(self.data))
         for key, value, lowest in (("epochs", self.epochs, 1), ("num_trials", self.num_trials, 1)):
             if not isinstance(value, int) or isinstance(value, bool) or value < lowest:
                 raise ValueError(f"{key} must be an integer >= {lowest} (got {value!r})")
@@ -202,6 +204,16 @@ class SearchSpec:
         if not isinstance(raw, dict):
             raise ValueError(f"spec file {path} must hold a mapping of option -> value")
         return cls.from_dict({**raw, **overrides})
+
+
+def check_data_kind(workload: str, data: Path) -> None:
+    """A folder of .npy volumes is segmentation data, a file is images: each needs its model."""
+    if data.is_dir() and workload != "unet3d":
+        raise ValueError(f"data {data} is a folder of .npy volumes (segmentation): add "
+                         "--workload unet3d, or pass your own 3D model with --model")
+    if not data.is_dir() and workload == "unet3d":
+        raise ValueError(f"workload unet3d trains on volumes: data {data} must be a folder with "
+                         "images/ and labels/ of .npy volumes")
 
 
 def _qualname(obj: Any) -> str:

@@ -42,7 +42,7 @@ def prepare(spec: SearchSpec, data: ArrayData, total_cpus: int, total_gpus: int,
                           worker_cpus=worker_cpus)
     ctx = SpaceContext(use_gpu=plan.use_gpu, cpus_per_trial=plan.cpus_per_trial,
                        gpus_per_trial=max(plan.gpus_per_trial, 1), image_size=data.image_size,
-                       workload=spec.workload)
+                       workload=spec.workload, n_train=len(data.x_train))
     check_space(searched, base, ctx)
     warm_start_points(spec.warm_start, searched, base)  # a bad point fails before any trial
     return searched, base, plan

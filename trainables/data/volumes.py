@@ -58,9 +58,10 @@ def chunks(volume: np.ndarray, size: int = CHUNK, stride: int | None = None) -> 
 def volumes_to_data(train: list[tuple[np.ndarray, np.ndarray]],
                     val: list[tuple[np.ndarray, np.ndarray]], source: str,
                     chunk: int = CHUNK) -> ArrayData:
-    """Training volumes cut into `chunk`-sided cubes (smaller if a volume is: a multiple of 4,
-    the UNet's two poolings); validation volumes kept whole."""
-    chunk = min(chunk, *(min(img.shape) for img, _ in train)) // 4 * 4
+    """Training volumes cut into half-overlapping `chunk`-sided cubes, MIN_SIDE-sided when a
+    volume is smaller than `chunk`; validation volumes kept whole."""
+    if min(min(img.shape) for img, _ in train) < chunk:
+        chunk = MIN_SIDE
     x = np.concatenate([chunks(img, chunk) for img, _ in train]).astype(np.float32)
     y = np.concatenate([chunks(lab, chunk) for _, lab in train]).astype(np.int64)
     # Validation volumes must share one shape to stack; crop them to the smallest common shape.

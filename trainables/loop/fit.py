@@ -41,6 +41,8 @@ def fit(cfg: TrialConfig, meta: DataMeta, io: LoopIO) -> dict:
         # cuDNN times each conv algorithm once per input shape and keeps the fastest; our crops
         # make every batch the same shape, so the search pays off from the second step.
         torch.backends.cudnn.benchmark = cfg.cudnn_benchmark
+        # peak_mem_mb is this trial's: a reused actor's earlier trials must not count.
+        torch.cuda.reset_peak_memory_stats(device)
     memory_format = memory_format_for(cfg, meta)
     task = make_task(meta.task)
 

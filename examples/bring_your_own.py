@@ -57,11 +57,18 @@ def make_arrays(n: int = 2000, size: int = 24, seed: int = 0) -> dict[str, np.nd
     return {"x": x, "y": y}
 
 
-if __name__ == "__main__":
+def main(num_trials: int = 4, epochs: int = 2, samples: int = 2000, **spec_options):
+    """The example search; tests/test_readme_commands.py runs it at tiny scale."""
     result = run_search(SearchSpec(
-        name="byo-example", model=build, data=make_arrays(), num_trials=4, epochs=2,
+        name="byo-example", model=build, data=make_arrays(samples), num_trials=num_trials,
+        epochs=epochs,
         space={"width": [0.5, 1.0], "batch_size": [32, 64], "precision": ["fp32", "bf16-mixed"]},
-        base={"patch_size": 20},
+        base={"patch_size": 20}, **spec_options,
     ))
     print(result.leaderboard())
     print("best config:", result.best_config_path)
+    return result
+
+
+if __name__ == "__main__":
+    main()

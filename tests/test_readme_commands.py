@@ -63,6 +63,7 @@ COMMANDS: dict[str, str] = {
     "--warm-start seeds": "warm_seeds",
     "--warm-start '[{\"width\": 0.5, \"batch_size\": 128}]'": "warm_points",
     "--workload unet3d": "unet3d",
+    "orchestrator search --workload unet3d --trials 3 --epochs 2": "unet3d",
     "--model module:function --data your.npz": "own_model",
     "--tracking-uri": "options",
     "--tracking-uri http://HOST:5000": SERVER,

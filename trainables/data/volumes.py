@@ -16,7 +16,7 @@ from trainables.data.arrays import ArrayData, DataError
 from trainables.data.synthetic import cache_dir
 
 CHUNK = 32  # side of the training chunks: the largest patch a 3D trial may ask for
-MIN_SIDE = 16  # smaller volumes are cut into chunks of their own side, down to this
+MIN_SIDE = 16  # volumes with a side under CHUNK are cut into MIN_SIDE chunks; none may be smaller
 
 
 def synthetic_volume(size: int, rng: np.random.Generator, n_objects: int | None = None):
@@ -76,7 +76,7 @@ def volumes_to_data(train: list[tuple[np.ndarray, np.ndarray]],
 def synthetic_volumes(n_train: int = 4, n_val: int = 1, size: int = 64, seed: int = 77,
                       chunk: int = CHUNK) -> ArrayData:
     """The built-in set: `n_train` + `n_val` volumes of `size`^3 (64: 108 training chunks of
-    32^3 and one 64^3 validation volume; a 2-epoch trial reaches Dice ~0.3-0.9 on a CPU)."""
+    32^3 and one 64^3 validation volume; a 2-epoch trial reaches Dice ~0.2-0.9 on a CPU)."""
     rng = np.random.default_rng(seed)
     train = [synthetic_volume(size, rng) for _ in range(n_train)]
     val = [synthetic_volume(size, rng) for _ in range(n_val)]

@@ -29,6 +29,8 @@ pytestmark = pytest.mark.integration
 
 SERVER = "covered by tests/orchestrator/test_mlflow_tracking.py::" \
          "test_store_that_never_returns_falls_back_to_local_sqlite"
+PLACEMENT = "covered by tests/integration/test_placement.py::" \
+            "test_pack_uses_one_node_and_spread_uses_two"
 JOB = "covered by tests/integration/test_job_submit.py::" \
       "test_submitted_search_succeeds_and_records_mlflow_runs"
 
@@ -54,7 +56,7 @@ COMMANDS: dict[str, str] = {
     "--output-dir": "options",
     "--placement": "options",
     "--placement PACK": "options",
-    "--placement SPREAD": "spread",
+    "--placement SPREAD": PLACEMENT,
     "--spec": "spec",
     "--target": "time_to_target",
     "--objective time_to_target --target 0.85": "time_to_target",
@@ -88,7 +90,6 @@ RUNS: dict[str, list[str]] = {
                 "--reference-time", "10", "--seed", "1", "--cpus-per-trial", "1",
                 "--max-concurrent", "1", "--output-dir", "orchestrator_runs",
                 "--tracking-uri", "sqlite:///{cwd}/mlflow.db", "--placement", "PACK"],
-    "spread": ["search", "--name", "spread", "--data", "{npz}", "--placement", "SPREAD", *TINY],
     "spec": ["search", "--spec", "wider.yaml", "--data", "{npz}", *TINY],
     "time_to_target": ["search", "--name", "ttt", "--data", "{npz}", "--objective",
                        "time_to_target", "--target", "0.85", *TINY],

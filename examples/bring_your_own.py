@@ -57,13 +57,13 @@ def make_arrays(n: int = 2000, size: int = 24, seed: int = 0) -> dict[str, np.nd
     return {"x": x, "y": y}
 
 
-def main(num_trials: int = 4, epochs: int = 2, samples: int = 2000, **spec_options):
-    """The example search; tests/test_readme_commands.py runs it at tiny scale."""
+def main(n: int = 2000, num_trials: int = 4, epochs: int = 2, **options):
+    """The example search (`options`: any other SearchSpec field; the tests shrink it)."""
     result = run_search(SearchSpec(
-        name="byo-example", model=build, data=make_arrays(samples), num_trials=num_trials,
+        name="byo-example", model=build, data=make_arrays(n), num_trials=num_trials,
         epochs=epochs,
         space={"width": [0.5, 1.0], "batch_size": [32, 64], "precision": ["fp32", "bf16-mixed"]},
-        base={"patch_size": 20}, **spec_options,
+        base={"patch_size": 20}, **options,
     ))
     print(result.leaderboard())
     print("best config:", result.best_config_path)

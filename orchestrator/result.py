@@ -14,9 +14,6 @@ from orchestrator.trial_book import TrialRecord
 
 LEADERBOARD_METRICS = ["val_score", "train_time_s", "samples_per_s", "objective",
                        "fixed_cost_s"]
-# Task metrics shown beside val_score when trials report them (segmentation: Dice and IoU; the
-# activation memory that gradient checkpointing trades for time).
-TASK_METRICS = ["val_dice", "val_iou", "activation_mb"]
 
 
 def trials_table(records: list[TrialRecord], knobs: list[str]) -> pd.DataFrame:
@@ -48,6 +45,17 @@ def trials_table(records: list[TrialRecord], knobs: list[str]) -> pd.DataFrame:
     return df
 
 
+# Task metrics shown after the knobs when trials report them (segmentation: Dice and IoU, and
+# the activation memory that gradient checkpointing trades for time).
+TASK_METRICS = ["val_dice", "val_iou", "activation_mb"]
+
+
+def task_columns(table: pd.DataFrame) -> list[str]:
+    if "val_dice" not in table.columns:
+        return []
+    return [k for k in TASK_METRICS if k in table.columns]
+
+
 @dataclass
 class SearchResult:
     name: str
@@ -73,10 +81,9 @@ class SearchResult:
     def leaderboard(self, knobs: list[str] | None = None) -> str:
         if self.trials.empty:
             return "(no trials ran)"
-        task = [k for k in TASK_METRICS if k in self.trials.columns and
-                (k != "activation_mb" or "val_dice" in self.trials.columns)]
+        knobs = (self.knobs if knobs is None else knobs) + task_columns(self.trials)
         cols = ["rank", "trial_id", "status"] + (self.knobs if knobs is None else knobs) \
-            + LEADERBOARD_METRICS[:1] + task + LEADERBOARD_METRICS[1:] + ["pareto"]
+            + LEADERBOARD_METRICS + ["pareto"]
         table = self.trials[[c for c in cols if c in self.trials.columns]].copy()
         return table.to_string(index=False, float_format=lambda v: f"{v:,.4g}")
 

@@ -42,7 +42,7 @@ def prepare(spec: SearchSpec, data: ArrayData, total_cpus: int, total_gpus: int,
                           worker_cpus=worker_cpus)
     ctx = SpaceContext(use_gpu=plan.use_gpu, cpus_per_trial=plan.cpus_per_trial,
                        gpus_per_trial=max(plan.gpus_per_trial, 1), image_size=data.image_size,
-                       workload=spec.workload, n_train=len(data.x_train))
+                       workload=spec.workload)
     check_space(searched, base, ctx)
     warm_start_points(spec.warm_start, searched, base)  # a bad point fails before any trial
     return searched, base, plan
@@ -206,7 +206,7 @@ def _finish(spec, searched, base, book, tracker, objective, out_dir, started) ->
         best_config = TrialConfig.from_dict({**base, **best_rec.knobs}).to_dict()
         best_path = out_dir / "best_config.json"
         best_path.write_text(json.dumps(
-            # to_dict: in-memory data (API) is named, not dumped (json cannot hold arrays).
+            # spec.to_dict(): in-memory data (arrays) becomes its description, not a JSON dump.
             {"name": spec.name, "data": spec.to_dict()["data"], "config": best_config,
              "objective": objective.formula,
              "metrics": {k: v for k, v in best_rec.metrics.items()}}, indent=2, default=float))

@@ -86,6 +86,8 @@ class SearchSpec:
             raise ValueError(f"name {self.name!r} must be 1-100 letters, digits, '_', '.' or '-'")
         if isinstance(self.data, (str, Path)) and not Path(self.data).exists():
             raise ValueError(f"data file {self.data} does not exist")
+        if self.model is None and isinstance(self.data, (str, Path)):
+            check_data_kind(self.workload, Path(self.data))  # volumes need unet3d, and back
         if self.model is not None and self.data is None:
             raise ValueError("a custom model needs its own data: pass data (an .npz, a folder "
                              "of .npy volumes, or arrays)")
@@ -95,8 +97,6 @@ class SearchSpec:
         if self.model is None and self.workload not in WORKLOADS:
             raise ValueError(f"workload must be one of {sorted(WORKLOADS)} (got "
                              f"{self.workload!r}); or pass your own model")
-        if self.model is None and isinstance(self.data, (str, Path)):
-            check_data_kind(self.workload, Path(self.data))
         for key, value, lowest in (("epochs", self.epochs, 1), ("num_trials", self.num_trials, 1)):
             if not isinstance(value, int) or isinstance(value, bool) or value < lowest:
                 raise ValueError(f"{key} must be an integer >= {lowest} (got {value!r})")

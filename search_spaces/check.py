@@ -62,14 +62,6 @@ def check_space(space: dict, base: dict, ctx: SpaceContext) -> None:
         raise ValueError(f"knob 'batch_size': smallest value {min(values('batch_size'))} is below "
                          f"the largest 'workers' {max(values('workers'))}; every worker needs at "
                          "least one sample per batch")
-    if ctx.n_train is not None:
-        # A worker's shard is n_train / workers samples; its steps (drop_last) must not be 0.
-        empty = sorted({(b, w) for b in values("batch_size") for w in values("workers")
-                        if ctx.n_train // w < b // w})
-        if empty:
-            raise ValueError(f"knob 'batch_size': (batch_size, workers) {empty} leave a worker "
-                             f"less than one batch of the {ctx.n_train} training samples; use "
-                             "smaller batches or more data")
     # Every fixed setting and one sample of the space must make a valid TrialConfig.
     TrialConfig.from_dict({**base, **{k: domain_values(d)[0] for k, d in space.items()}})
 

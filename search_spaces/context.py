@@ -15,8 +15,6 @@ class SpaceContext:
     """GPUs one trial may use (one per worker): bounds `workers` on GPU."""
     image_size: int = 32
     """Smallest spatial side of the samples: bounds `patch_size`."""
-    n_train: int | None = None
-    """Training samples: every batch size (split over workers) must fit them at least once."""
     workload: str = "classifier"
     """The built-in workload (or 'custom'): the default space differs for 3D."""
 

@@ -219,5 +219,5 @@ def test_example_runs(workdir):
     sys.path.insert(0, str(REPO))
     from examples.bring_your_own import main
 
-    result = main(num_trials=1, epochs=1, samples=200, cpus_per_trial=1)
+    result = main(n=200, num_trials=1, epochs=1, cpus_per_trial=1)
     assert result.best is not None

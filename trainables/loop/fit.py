@@ -19,11 +19,11 @@ from torch import nn
 from trainables.config import TrialConfig
 from trainables.data.arrays import DataMeta
 from trainables.loop.io import LoopIO
-from trainables.loop.memory import SavedTensorMeter
 from trainables.loop.schedules import lr_multiplier
 from trainables.loop.state import LoopState, epoch_metrics
 from trainables.loop.switches import autocast, memory_format_for, sync
 from trainables.loop.tasks import make_task
+from trainables.loop.memory import SavedTensorMeter
 from trainables.status import TrialStatus
 from trainables.workloads import build_model
 

@@ -40,14 +40,23 @@ METHODS = ("raw", "stream", "stream pf=1", "stream pf=4", "stream+shuf", "stream
            "cached")
 
 
+def _crop_pair(x, y, patch: int, gen=None):
+    """What the loop's task does: classes pass through; label volumes are cropped with their
+    images, as one gather (`trainables.loop.tasks.SegmentTask.crop`)."""
+    from trainables.data.crops import random_crop
+    from trainables.loop.tasks import SegmentTask
+
+    if y.ndim > 1:
+        return SegmentTask().crop(x, y, patch, gen)
+    return random_crop(x, patch, gen), y
+
+
 def _crop_in_pipeline(patch: int):
     def crop(batch: dict) -> dict:
         import torch
 
-        from trainables.data.crops import random_crop
-
-        x = random_crop(torch.from_numpy(batch["x"]), patch)
-        return {"x": x.contiguous().numpy(), "y": batch["y"]}
+        x, y = _crop_pair(torch.from_numpy(batch["x"]), torch.from_numpy(batch["y"]), patch)
+        return {"x": x.contiguous().numpy(), "y": y.to(torch.uint8).numpy()}
 
     return crop
 
@@ -57,7 +66,6 @@ def _bench_worker(config: dict) -> dict:
     import ray.train
     import torch
 
-    from trainables.data.crops import random_crop
     from trainables.data.pipeline import ShardFeed, iter_batches
     from trainables.data.shard_cache import TensorShard, epoch_order
 
@@ -88,13 +96,13 @@ def _bench_worker(config: dict) -> dict:
                     order = epoch_order(n, seed=0, epoch=rep, rank=0)
                     for i in range(0, n - bs + 1, bs):
                         idx = order[i : i + bs]
-                        random_crop(x[idx], patch, gen), y[idx]
+                        _crop_pair(x[idx], y[idx], patch, gen)
 
                 def stream(seed=None, prefetch=2):
-                    for xb, _ in iter_batches(shard, batch_size=bs, prefetch_batches=prefetch,
-                                              device=cpu, pin_memory=False, drop_last=True,
-                                              seed=seed):
-                        random_crop(xb, patch, gen)
+                    for xb, yb in iter_batches(shard, batch_size=bs, prefetch_batches=prefetch,
+                                               device=cpu, pin_memory=False, drop_last=True,
+                                               seed=seed):
+                        _crop_pair(xb, yb, patch, gen)
 
                 def mapcrop():
                     for _ in iter_batches(crop_shard, batch_size=bs, prefetch_batches=2,
@@ -105,8 +113,8 @@ def _bench_worker(config: dict) -> dict:
                 feed.tensors = cache  # loaded above (timed as `load`)
 
                 def cached():
-                    for xb, _ in feed(rep + 1):
-                        random_crop(xb, patch, gen)
+                    for xb, yb in feed(rep + 1):
+                        _crop_pair(xb, yb, patch, gen)
 
                 runs = {"raw": raw, "stream": stream, "stream pf=1": lambda: stream(prefetch=1),
                         "stream pf=4": lambda: stream(prefetch=4),
@@ -149,7 +157,10 @@ def main() -> None:
         datasets = {}
         for name, (n, shape, patch, _) in WORKLOADS.items():
             x = rng.standard_normal((n, *shape), dtype=np.float32)
-            y = rng.integers(0, 10, n)
+            # 2D: class ids. 3D: label volumes, as the unet3d workload has them (they travel
+            # as uint8 tensor columns and are cropped with their images).
+            y = rng.integers(0, 10, n) if len(shape) == 3 else \
+                (rng.random((n, *shape)) > 0.8).astype(np.int64)
             data = ArrayData(x, y, x[:8], y[:8], 10, source=name)
             ds = to_ray_datasets(data)["train"]
             datasets[name] = ds

@@ -23,6 +23,7 @@ def trials_table(records: list[TrialRecord], knobs: list[str]) -> pd.DataFrame:
         row: dict[str, Any] = {"trial_id": rec.trial_id, "status": rec.status}
         row.update({k: rec.knobs.get(k) for k in knobs})
         row.update({k: rec.metrics.get(k, math.nan) for k in LEADERBOARD_METRICS})
+        row.update({k: rec.metrics[k] for k in TASK_METRICS if k in rec.metrics})
         row["epochs"] = rec.epochs
         row["restarts"] = int(rec.metrics.get("restarts", 0))  # resumes after a worker died
         row["trial_wall_s"] = rec.wall_s if rec.wall_s is not None else math.nan
@@ -42,6 +43,17 @@ def trials_table(records: list[TrialRecord], knobs: list[str]) -> pd.DataFrame:
     df = df.drop(columns="_rankable").reset_index(drop=True)
     df.insert(0, "rank", range(1, len(df) + 1))
     return df
+
+
+# Task metrics shown after the knobs when trials report them (segmentation: Dice and IoU, and
+# the activation memory that gradient checkpointing trades for time).
+TASK_METRICS = ["val_dice", "val_iou", "activation_mb"]
+
+
+def task_columns(table: pd.DataFrame) -> list[str]:
+    if "val_dice" not in table.columns:
+        return []
+    return [k for k in TASK_METRICS if k in table.columns]
 
 
 @dataclass
@@ -69,6 +81,7 @@ class SearchResult:
     def leaderboard(self, knobs: list[str] | None = None) -> str:
         if self.trials.empty:
             return "(no trials ran)"
+        knobs = (self.knobs if knobs is None else knobs) + task_columns(self.trials)
         cols = ["rank", "trial_id", "status"] + (self.knobs if knobs is None else knobs) \
             + LEADERBOARD_METRICS + ["pareto"]
         table = self.trials[[c for c in cols if c in self.trials.columns]].copy()

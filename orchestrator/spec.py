@@ -86,6 +86,8 @@ class SearchSpec:
             raise ValueError(f"name {self.name!r} must be 1-100 letters, digits, '_', '.' or '-'")
         if isinstance(self.data, (str, Path)) and not Path(self.data).exists():
             raise ValueError(f"data file {self.data} does not exist")
+        if self.model is None and isinstance(self.data, (str, Path)):
+            check_data_kind(self.workload, Path(self.data))  # volumes need unet3d, and back
         if self.model is not None and self.data is None:
             raise ValueError("a custom model needs its own data: pass data (an .npz, a folder "
                              "of .npy volumes, or arrays)")
@@ -205,6 +207,16 @@ class SearchSpec:
         if not isinstance(raw, dict):
             raise ValueError(f"spec file {path} must hold a mapping of option -> value")
         return cls.from_dict({**raw, **overrides})
+
+
+def check_data_kind(workload: str, data: Path) -> None:
+    """A folder of .npy volumes is segmentation data, a file is images: each needs its model."""
+    if data.is_dir() and workload != "unet3d":
+        raise ValueError(f"data {data} is a folder of .npy volumes (segmentation): add "
+                         "--workload unet3d, or pass your own 3D model with --model")
+    if not data.is_dir() and workload == "unet3d":
+        raise ValueError(f"workload unet3d trains on volumes: data {data} must be a folder with "
+                         "images/ and labels/ of .npy volumes")
 
 
 def _qualname(obj: Any) -> str:

@@ -151,9 +151,10 @@ class TrialBook(Callback):
         if result.get("reason"):
             rec.reason = str(result["reason"])
         m = rec.metrics
+        score = "dice" if "val_dice" in m else "acc"  # what val_score is for this task
         self._print(
             f"{self._tag(rec)} epoch {rec.epochs}/{self.epochs}  "
-            f"acc {m.get('val_score', 0):.3f}  loss {m.get('train_loss', float('nan')):.3f}  "
+            f"{score} {m.get('val_score', 0):.3f}  loss {m.get('train_loss', float('nan')):.3f}  "
             f"train {m.get('train_time_s', 0):.1f}s  {m.get('samples_per_s', 0):,.0f} samples/s"
             f"  objective {m.get('objective', float('nan')):.4f}"
         )

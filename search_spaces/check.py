@@ -48,6 +48,11 @@ def check_space(space: dict, base: dict, ctx: SpaceContext) -> None:
     if too_big:
         raise ValueError(f"knob 'patch_size': {too_big} larger than the images' side "
                          f"{ctx.image_size}; use values <= {ctx.image_size}")
+    if ctx.workload == "unet3d":
+        odd = [p for p in values("patch_size") if p % 4]
+        if odd:
+            raise ValueError(f"knob 'patch_size': {odd} not multiples of 4; the 3D UNet pools "
+                             "twice, so use e.g. 16, 24 or 32")
     too_many = [w for w in values("workers") if w > ctx.max_workers]
     if too_many:
         unit = "GPUs" if ctx.use_gpu else "CPUs"

@@ -121,3 +121,41 @@ def test_every_trial_shares_the_one_materialized_copy(id_dataset, tmp_path):
     assert len(results) == 2
     for result in results:
         assert result.metrics["blocks"].split(",") == driver_blocks
+
+
+
+@pytest.mark.parametrize("cache", [True, False], ids=["cached", "streamed"])
+def test_label_volumes_stay_paired_with_their_images_through_a_split(ray_session, cache):
+    """Segmentation rows: x (1, 8, 8, 8) float, y (1, 8, 8, 8) label volume (uint8 in the
+    object store). Each label is derived from its image, so any mispairing shows."""
+    from trainables.loop.tasks import SegmentTask
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(40, 1, 8, 8, 8)).astype(np.float32)
+    y = (x > 0.3).astype(np.int64)
+    ds = to_ray_datasets(ArrayData(x, y, x[:2], y[:2], 2, source="vols"))
+    shards = [s["train"] for s in data_config().configure(
+        {"train": ds["train"]}, world_size=2, worker_handles=None, worker_node_ids=None)]
+    rows, errors = [0, 0], []
+
+    def worker(rank: int) -> None:  # a split is read by its workers at once, as in Train
+        try:
+            task, gen = SegmentTask(), torch.Generator().manual_seed(rank)
+            feed = ShardFeed(shards[rank], batch_size=4, device=torch.device("cpu"),
+                             cache=cache, seed=3, rank=rank)
+            for xb, yb in feed(1):
+                assert yb.dtype == torch.uint8 and yb.shape == xb.shape
+                assert torch.equal(yb.bool(), xb > 0.3)
+                xc, yc = task.crop(xb, yb, 4, gen)  # image and labels get the same window
+                assert yc.dtype == torch.int64 and torch.equal(yc.bool(), xc[:, 0] > 0.3)
+                rows[rank] += len(xb)
+        except Exception as err:  # surfaced in the main thread
+            errors.append(err)
+
+    threads = [threading.Thread(target=worker, args=(r,)) for r in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not errors, errors
+    assert rows == [20, 20]

@@ -28,25 +28,51 @@ from trainables.data.shard_cache import TensorShard, shuffle_seed
 # Rows per Arrow block. Few large blocks keep per-block scheduling overhead off the hot path;
 # many small ones shard more evenly across workers. 1024 rows of 32x32 float32 = 4 MiB.
 BLOCK_ROWS = 1024
+# ...but at most this many bytes a block: 1024 rows of 32^3 volumes would be 160 MiB a block, and
+# a 100-row set would be one block that only one worker of a split can get.
+BLOCK_BYTES = 4 * 2**20
 # Rows of the streamed path's local shuffle buffer: a block's worth mixes across block borders.
 SHUFFLE_BUFFER_ROWS = 1024
 
 
-def _table(x: np.ndarray, y: np.ndarray) -> pa.Table:
+def _column(a: np.ndarray) -> pa.Array:
+    """One value per row (class ids) as a plain column; anything shaped (label volumes, images)
+    as a fixed-shape tensor column, which batches give back with its shape."""
     from ray.data.extensions import ArrowTensorArray
 
-    return pa.table({"x": ArrowTensorArray.from_numpy(x), "y": pa.array(y)})
+    return pa.array(a) if a.ndim == 1 else ArrowTensorArray.from_numpy(np.ascontiguousarray(a))
 
 
-def to_ray_datasets(data: ArrayData, block_rows: int = BLOCK_ROWS) -> dict:
-    """Materialized Ray datasets {'train', 'val'} built from in-memory arrays, in Arrow blocks."""
+def labels_for_table(y: np.ndarray) -> np.ndarray:
+    """Label volumes travel as uint8 when their ids fit: 8x less object store and copying than
+    int64 (the loss casts them back to int64 after cropping). Class ids stay as they are."""
+    if y.ndim > 1 and y.size and 0 <= y.min() and y.max() < 256:
+        return y.astype(np.uint8)
+    return y
+
+
+def _table(x: np.ndarray, y: np.ndarray) -> pa.Table:
+    return pa.table({"x": _column(x), "y": _column(labels_for_table(y))})
+
+
+def block_rows_for(x: np.ndarray, y: np.ndarray, block_rows: int = BLOCK_ROWS) -> int:
+    """Rows per block: `block_rows`, fewer when rows are big (volumes), so blocks stay near
+    BLOCK_BYTES and a small set of big rows still splits into several blocks."""
+    row_bytes = max(1, (x[:1].nbytes + labels_for_table(y[:1]).nbytes))
+    return max(1, min(block_rows, BLOCK_BYTES // row_bytes))
+
+
+def to_ray_datasets(data: ArrayData, block_rows: int | None = None) -> dict:
+    """Materialized Ray datasets {'train', 'val'} built from in-memory arrays, in Arrow blocks
+    (`block_rows` rows each; default: BLOCK_ROWS, capped at BLOCK_BYTES a block)."""
     import ray.data
 
     datasets = {}
     for name, x, y in (("train", data.x_train, data.y_train), ("val", data.x_val, data.y_val)):
+        rows = block_rows or block_rows_for(x, y)
         blocks = [
-            _table(x[i : i + block_rows], y[i : i + block_rows])
-            for i in range(0, len(x), block_rows)
+            _table(x[i : i + rows], y[i : i + rows])
+            for i in range(0, len(x), rows)
         ]
         datasets[name] = ray.data.from_arrow(blocks).materialize()
     return datasets

@@ -23,6 +23,7 @@ from trainables.loop.schedules import lr_multiplier
 from trainables.loop.state import LoopState, epoch_metrics
 from trainables.loop.switches import autocast, memory_format_for, sync
 from trainables.loop.tasks import make_task
+from trainables.loop.memory import SavedTensorMeter
 from trainables.status import TrialStatus
 from trainables.workloads import build_model
 
@@ -40,6 +41,8 @@ def fit(cfg: TrialConfig, meta: DataMeta, io: LoopIO) -> dict:
         # cuDNN times each conv algorithm once per input shape and keeps the fastest; our crops
         # make every batch the same shape, so the search pays off from the second step.
         torch.backends.cudnn.benchmark = cfg.cudnn_benchmark
+        # peak_mem_mb is this trial's: a reused actor's earlier trials must not count.
+        torch.cuda.reset_peak_memory_stats(device)
     memory_format = memory_format_for(cfg, meta)
     task = make_task(meta.task)
 
@@ -130,6 +133,7 @@ def train_epoch(cfg: TrialConfig, io: LoopIO, step: TrainStep, st: LoopState,
                 break
         t_fetch = time.perf_counter()
     sync(io.device)
+    st.activation_mb = step.activation_mb or st.activation_mb
     st.train_time += time.perf_counter() - t_epoch
     st.samples += epoch_samples
     return loss_sum, micro, status
@@ -148,6 +152,9 @@ class TrainStep:
     memory_format: torch.memory_format
     device: torch.device
     crop_gen: torch.Generator
+    activation_mb: float | None = None
+    """Bytes autograd saved for backward in the first step's forward (`loop.memory`); None
+    until measured."""
 
     @classmethod
     def build(cls, cfg: TrialConfig, model: nn.Module, io: LoopIO, task,
@@ -171,9 +178,15 @@ class TrainStep:
         x = x.contiguous(memory_format=self.memory_format)
         no_sync = getattr(self.model, "no_sync", None)  # DDP: no all-reduce while accumulating
         accumulate = no_sync() if (no_sync and not last_micro) else contextlib.nullcontext()
+        # Measured once: saved-tensor hooks cost a Python call per saved tensor (and are not
+        # traced by torch.compile).
+        measure = self.activation_mb is None and not cfg.compile
+        meter = SavedTensorMeter() if measure else contextlib.nullcontext()
         with accumulate:
-            with autocast(cfg, self.device):
+            with autocast(cfg, self.device), meter:
                 loss = self.task.loss(self.model(x), y)
+            if measure:
+                self.activation_mb = meter.mb
             # backward() sums into .grad, so scale each micro-batch's loss by 1/accum_steps.
             self.scaler.scale(loss / cfg.accum_steps).backward()
         if last_micro:

@@ -37,6 +37,8 @@ class LoopState:
     best_score: float = -math.inf
     stale: int = 0
     """Validations since `best_score` last improved (early stopping)."""
+    activation_mb: float = 0.0
+    """Activation memory of one training step (saved for backward; `loop.memory`)."""
     restarts: int = 0
     """Times this trial resumed from a checkpoint after its worker died."""
     val: dict = field(default_factory=lambda: {"val_loss": math.nan, "val_score": 0.0})
@@ -89,6 +91,7 @@ def epoch_metrics(cfg: TrialConfig, st: LoopState, *, train_loss: float, world_s
         "optimizer_steps": st.opt_steps,
         "lr": lr,
         "peak_mem_mb": peak_memory_mb(device),
+        "activation_mb": st.activation_mb,
         "restarts": st.restarts,
         "status": str(status or TrialStatus.RUNNING),
         "done": done,

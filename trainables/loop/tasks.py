@@ -67,7 +67,8 @@ class SegmentTask:
             for x, y in batches():
                 for i in range(len(x)):
                     logits = sliding_window(model, x[i : i + 1], size, autocast, memory_format)
-                    pred, truth = logits.argmax(1), y[i]
+                    # Labels may arrive as uint8 (how label volumes travel): the loss wants int64.
+                    pred, truth = logits.argmax(1), y[i].long()
                     sums[0] += ((pred == 1) & (truth == 1)).sum()
                     sums[1] += ((pred == 1) & (truth != 1)).sum()
                     sums[2] += ((pred != 1) & (truth == 1)).sum()

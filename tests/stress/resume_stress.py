@@ -94,7 +94,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--max-kill-s", type=float, default=40.0,
+    parser.add_argument("--max-kill-s", type=float, default=26.0,
                         help="kill at a uniform random moment in [3, this] seconds")
     args = parser.parse_args()
     rng = random.Random(args.seed)

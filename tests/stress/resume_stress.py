@@ -65,14 +65,18 @@ def one_round(root: Path, kill_after_s: float) -> dict[str, int]:
               "finished_before": len(finished)}
     if finished_early or not (folder / "search_state.json").exists():
         return counts  # killed before it wrote anything, or too late: nothing to resume
-    elsewhere = root / "elsewhere"
-    elsewhere.mkdir(exist_ok=True)
-    resumed = _cli("resume", str(folder), cwd=elsewhere)
-    output, _ = resumed.communicate(timeout=900)
-    if resumed.returncode != 0:
-        print(output[-3000:])
-        counts["failed"] = 1
-        return counts
+    output = ""
+    if '"finished": true' not in (folder / "search_state.json").read_text():
+        elsewhere = root / "elsewhere"
+        elsewhere.mkdir(exist_ok=True)
+        resumed = _cli("resume", str(folder), cwd=elsewhere)
+        output, _ = resumed.communicate(timeout=900)
+        if resumed.returncode != 0:
+            print(output[-3000:])
+            counts["failed"] = 1
+            return counts
+    # else: killed after the search had written everything (resume rightly refuses); the
+    # checks below still hold.
     rows = list(csv.DictReader((folder / "leaderboard.csv").open()))
     ids = [r["trial_id"] for r in rows]
     client = MlflowClient(f"sqlite:///{root / 'mlflow.db'}")

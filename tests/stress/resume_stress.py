@@ -59,10 +59,10 @@ def one_round(root: Path, kill_after_s: float) -> dict[str, int]:
     if not finished_early:
         os.killpg(proc.pid, signal.SIGKILL)
     proc.wait(60)
-    finished, _ = read_journal(folder / "trials.jsonl")
+    finished, cut_short = read_journal(folder / "trials.jsonl")
     counts = {"lost": 0, "rerun": 0, "duplicated": 0, "failed": 0, "killed": int(not
                                                                               finished_early),
-              "finished_before": len(finished)}
+              "finished_before": len(finished), "cut_short": len(cut_short)}
     if finished_early or not (folder / "search_state.json").exists():
         return counts  # killed before it wrote anything, or too late: nothing to resume
     output = ""

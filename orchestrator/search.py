@@ -19,6 +19,7 @@ from orchestrator.pareto import pareto_png
 from orchestrator.result import SearchResult, trials_table
 from orchestrator.spec import SearchSpec
 from orchestrator.tracking import MlflowTracker, Tracker
+from orchestrator.tracking.datasets import dataset_record
 from orchestrator.trial_book import TrialBook
 from search_spaces import SpaceContext, check_space, domain_values, resolve_space
 from search_spaces.warm_start import warm_start_points
@@ -123,6 +124,7 @@ def run_search(spec: SearchSpec, *, out: TextIO = sys.stdout,
                        "search_space.json": json.dumps(describe_space(searched), indent=2),
                        "objective.txt": objective.formula + "\n\n" + (objective.__doc__ or "")},
             parent_run_id=previous.get("parent_run_id"),
+            dataset=dataset_record(data),
         )
         state_path.write_text(json.dumps(
             {"spec": {**spec.to_dict(), "output_dir": str(out_dir.parent)},
@@ -146,7 +148,7 @@ def run_search(spec: SearchSpec, *, out: TextIO = sys.stdout,
                 max_t=spec.epochs, grace_period=spec.grace_period,
                 reduction_factor=spec.reduction_factor)
         book = TrialBook(tracker, spec.num_trials, spec.epochs, out=out,
-                         journal=out_dir / JOURNAL_FILE)
+                         journal=out_dir / JOURNAL_FILE, base=base)
         callbacks = [book, JsonLoggerCallback()]  # result.json per trial, nothing heavier
         if resume:
             # Trials the journal says finished are not re-run, even if Tune's last saved state

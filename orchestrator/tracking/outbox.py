@@ -1,7 +1,7 @@
 """Tracking that outlives a tracking server going away: nothing lost, nothing doubled, and Tune
 never waits on (or dies of) MLflow.
 
-Every tracker event becomes a *step* (an operation name and its arguments, plain data) appended to
+Every tracker event becomes a *step* (a typed record of the event, see `steps`) appended to
 a journal and written in order. A step that fails because the store is unreachable stays at the
 head of the queue and is retried on the next event; the search goes on meanwhile. When the search
 ends, the queue is retried with backoff for a bounded window; if the store is still down, the
@@ -17,7 +17,7 @@ answer was lost, or a replay of a journal partly written already, doubles nothin
 from __future__ import annotations
 
 import argparse
-import base64
+import dataclasses
 import json
 import logging
 import re
@@ -27,13 +27,11 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from orchestrator.tracking.mlflow_writer import MlflowWriter
+from orchestrator.tracking.steps import StartSearch, Step, from_json, to_json
 
 # MLflow errors that retrying cannot fix: the store answered and refused the write.
 _REFUSALS = {"INVALID_PARAMETER_VALUE", "RESOURCE_ALREADY_EXISTS", "BAD_REQUEST",
              "PERMISSION_DENIED", "UNAUTHENTICATED", "RESOURCE_DOES_NOT_EXIST"}
-
-Step = tuple[str, dict[str, Any]]
-
 
 def is_outage(err: Exception) -> bool:
     """True if the store could not be reached (retry later), False if it refused the write."""
@@ -69,8 +67,8 @@ class Outbox:
     def say(self, line: str) -> None:
         print(line, file=self.out or sys.stderr, flush=True)
 
-    def submit(self, op: str, **kwargs: Any) -> None:
-        self.journal.append((op, kwargs))
+    def submit(self, step: Step) -> None:
+        self.journal.append(step)
         # While the store is down, try it again at most every retry_interval_s: a hanging
         # server costs the Tune driver one request timeout per try.
         if self._failed_at is None or time.time() - self._failed_at >= self.retry_interval_s:
@@ -80,9 +78,9 @@ class Outbox:
         """Write the queue in order, stopping at the first step the store cannot take now.
         True when nothing is left. Never raises: MLflow's trouble must not end the search."""
         while self.written < len(self.journal):
-            op, kwargs = self.journal[self.written]
+            step = self.journal[self.written]
             try:
-                getattr(self.writer, op)(**kwargs)
+                self.writer.write(step)
             except Exception as err:  # noqa: BLE001 - every failure is held or reported
                 if is_outage(err):
                     if self._failed_at is None:
@@ -91,7 +89,7 @@ class Outbox:
                                   "held and retried")
                     self._failed_at = time.time()
                     return False
-                self.say(f"tracking: {self.writer.tracking_uri} refused {op} "
+                self.say(f"tracking: {self.writer.tracking_uri} refused {step.op} "
                           f"({_short(err)}); skipped")
             self.written += 1
         if self._failed_at is not None:
@@ -144,39 +142,23 @@ class Outbox:
 def with_parent(journal: list[Step], parent_run_id: str | None) -> list[Step]:
     if not parent_run_id:
         return journal
-    return [(op, {**kwargs, "parent_run_id": parent_run_id} if op == "start_search" else kwargs)
-            for op, kwargs in journal]
+    return [dataclasses.replace(step, parent_run_id=parent_run_id)
+            if isinstance(step, StartSearch) else step for step in journal]
 
 
 def replay(writer: MlflowWriter, journal: list[Step]) -> None:
     """Write every step of a journal, in order, raising on the first failure."""
-    for op, kwargs in journal:
-        getattr(writer, op)(**kwargs)
+    for step in journal:
+        writer.write(step)
 
 
 def save_journal(path: Path, tracking_uri: str, journal: list[Step]) -> None:
-    steps = []
-    for op, kwargs in journal:
-        kwargs = dict(kwargs)
-        if "artifacts" in kwargs:  # a PNG is bytes; JSON holds text
-            kwargs["artifacts"] = {
-                name: {"base64": base64.b64encode(v).decode()} if isinstance(v, bytes) else v
-                for name, v in kwargs["artifacts"].items()}
-        steps.append({"op": op, "kwargs": kwargs})
+    steps = [to_json(step) for step in journal]
     path.write_text(json.dumps({"tracking_uri": tracking_uri, "steps": steps}, default=_plain))
 
 
 def load_journal(path: Path) -> list[Step]:
-    raw = json.loads(Path(path).read_text())
-    journal = []
-    for step in raw["steps"]:
-        kwargs = step["kwargs"]
-        if "artifacts" in kwargs:
-            kwargs["artifacts"] = {
-                name: base64.b64decode(v["base64"]) if isinstance(v, dict) else v
-                for name, v in kwargs["artifacts"].items()}
-        journal.append((step["op"], kwargs))
-    return journal
+    return [from_json(raw) for raw in json.loads(Path(path).read_text())["steps"]]
 
 
 def _plain(value: Any) -> Any:  # numpy scalars and the like

@@ -155,7 +155,7 @@ class MlflowWriter:
                 TRIAL_ID_TAG: step.trial_id, "status": "running", **step.tags}
         # Every config field is a param (the config is flat), the searched knobs among them:
         # the run alone says how to train that model again.
-        params = {**(step.config or {}), **step.params}
+        params = {**step.params, **(step.config or {})}
         run_id = self._existing_trial_run(step.trial_id)
         if run_id is None:
             run = self.client.create_run(self.experiment_id, run_name=f"trial-{step.trial_id}",
@@ -195,5 +195,7 @@ class MlflowWriter:
 
 
 def _param(value: Any) -> str:
+    if hasattr(value, "item") and not isinstance(value, str):
+        value = value.item()  # numpy scalars (what Optuna samples): 16, not "16"
     text = value if isinstance(value, str) else json.dumps(value, default=str)
     return text[:6000]  # MLflow's param value limit

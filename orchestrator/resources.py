@@ -37,9 +37,20 @@ def local_resources() -> tuple[int, int, int]:
     """(CPUs, GPUs, CPUs one worker can hold) of a local Ray instance: known before Ray starts."""
     import torch
 
-    cpus = os.cpu_count() or 1
+    cpus = ray_cpu_count()
     gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
     return cpus, gpus, max(1, cpus // gpus) if gpus else cpus
+
+
+def ray_cpu_count() -> int:
+    """The CPUs a local Ray will advertise: Ray's own count, which follows the container's CPU
+    quota (cgroups) where `os.cpu_count()` sees every core of the host. Planning on the host's
+    cores would ask for CPUs Ray never has, and no trial would start."""
+    try:
+        from ray._private.utils import get_num_cpus  # what ray.init uses for a local node
+    except ImportError:  # moved in a later Ray: fall back on the cores this process may use
+        return max(1, len(os.sched_getaffinity(0)))
+    return max(1, int(get_num_cpus(override_docker_cpu_warning=True)))
 
 
 def worker_cpu_limit(nodes: list[dict[str, float]]) -> int:

@@ -11,6 +11,7 @@ resources) and to the shape of the nodes: one worker's CPUs must fit on one node
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import time
@@ -36,9 +37,20 @@ def local_resources() -> tuple[int, int, int]:
     """(CPUs, GPUs, CPUs one worker can hold) of a local Ray instance: known before Ray starts."""
     import torch
 
-    cpus = os.cpu_count() or 1
+    cpus = ray_cpu_count()
     gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
     return cpus, gpus, max(1, cpus // gpus) if gpus else cpus
+
+
+def ray_cpu_count() -> int:
+    """The CPUs a local Ray will advertise: Ray's own count, which follows the container's CPU
+    quota (cgroups) where `os.cpu_count()` sees every core of the host. Planning on the host's
+    cores would ask for CPUs Ray never has, and no trial would start."""
+    try:
+        from ray._private.utils import get_num_cpus  # what ray.init uses for a local node
+    except ImportError:  # moved in a later Ray: fall back on the cores this process may use
+        return max(1, len(os.sched_getaffinity(0)))
+    return max(1, int(get_num_cpus(override_docker_cpu_warning=True)))
 
 
 def worker_cpu_limit(nodes: list[dict[str, float]]) -> int:
@@ -137,18 +149,54 @@ def init_ray() -> bool:
         ray.init(logging_level=logging.WARNING, log_to_driver=False)
         return True
     dashboard = _own_dashboard()
-    ray.init(
-        # "local" always starts a fresh instance: never silently join a stray `ray start` head
-        # (RAY_ADDRESS is the explicit way to join a cluster).
-        address="local",
-        runtime_env={"env_vars": {**RAY_ENV, **dashboard}},
-        dashboard_port=int(dashboard["RAY_API_SERVER_ADDRESS"].rsplit(":", 1)[1]),
-        logging_level=logging.WARNING,
-        # Worker and Train-controller logs stay in Ray's log folder (session_latest/logs); the
-        # console shows the search's own progress, one line per trial epoch.
-        log_to_driver=False,
-    )
+    with _loopback_only():
+        ray.init(
+            # "local" always starts a fresh instance: never silently join a stray `ray start` head
+            # (RAY_ADDRESS is the explicit way to join a cluster).
+            address="local",
+            # Every server of this Ray (GCS, raylet, workers' gRPC, agents, metrics, dashboard)
+            # binds to 127.0.0.1 when the node's IP is 127.0.0.1; see `_loopback_only`.
+            _node_ip_address=LOOPBACK,
+            dashboard_host=LOOPBACK,
+            runtime_env={"env_vars": {**RAY_ENV, **dashboard}},
+            dashboard_port=int(dashboard["RAY_API_SERVER_ADDRESS"].rsplit(":", 1)[1]),
+            logging_level=logging.WARNING,
+            # Worker and Train-controller logs stay in Ray's log folder (session_latest/logs); the
+            # console shows the search's own progress, one line per trial epoch.
+            log_to_driver=False,
+        )
     return True
+
+
+LOOPBACK = "127.0.0.1"
+
+
+@contextlib.contextmanager
+def _loopback_only():
+    """Let a local Ray keep 127.0.0.1 as its node IP.
+
+    Ray 2.60 binds its gRPC servers (GCS, raylet, every worker), its agents and its metrics
+    endpoint to all interfaces unless the node IP is loopback, and `ray.init` replaces a loopback
+    `_node_ip_address` by the machine's routable address (`services.resolve_ip_for_localhost`)
+    unless clusters are disabled (`ray_constants.ENABLE_RAY_CLUSTER`, read once at import, and its
+    env var for the processes Ray starts). Both are flipped only while Ray starts; a search that
+    joins a cluster (RAY_ADDRESS) never comes here. tests/integration/test_loopback.py lists the
+    listening sockets of every Ray process and fails if Ray changes this.
+    """
+    from ray._private import ray_constants
+
+    env = ray_constants.ENABLE_RAY_CLUSTERS_ENV_VAR
+    saved_env, saved_flag = os.environ.get(env), ray_constants.ENABLE_RAY_CLUSTER
+    os.environ[env] = "0"
+    ray_constants.ENABLE_RAY_CLUSTER = False
+    try:
+        yield
+    finally:
+        ray_constants.ENABLE_RAY_CLUSTER = saved_flag
+        if saved_env is None:
+            os.environ.pop(env, None)
+        else:
+            os.environ[env] = saved_env
 
 
 def _own_dashboard() -> dict[str, str]:
@@ -158,6 +206,6 @@ def _own_dashboard() -> dict[str, str]:
     import socket
 
     with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
+        s.bind((LOOPBACK, 0))
         port = s.getsockname()[1]
     return {"RAY_API_SERVER_ADDRESS": f"http://127.0.0.1:{port}"}

@@ -20,6 +20,7 @@ from orchestrator.pareto import pareto_png
 from orchestrator.result import SearchResult, trials_table
 from orchestrator.spec import SearchSpec
 from orchestrator.tracking import MlflowTracker, Tracker
+from orchestrator.tracking.datasets import dataset_record
 from orchestrator.trial_book import TrialBook
 from search_spaces import SpaceContext, check_space, domain_values, resolve_space
 from search_spaces.steps import fit_batch_to_shards
@@ -112,7 +113,8 @@ def run_search(spec: SearchSpec, *, out: TextIO = sys.stdout,
         tracker = tracker or MlflowTracker(spec.resolved_tracking_uri(),
                                            artifact_root=spec.resolved_artifact_root(),
                                            fallback_dir=folder.root, outbox_file=folder.outbox)
-        book = TrialBook(tracker, spec.num_trials, spec.epochs, out=out, journal=folder.journal)
+        book = TrialBook(tracker, spec.num_trials, spec.epochs, out=out, journal=folder.journal,
+                         base=base)
         to_run = max(0, spec.num_trials - len(book.records))
         print(f"search {spec.name!r}: {spec.num_trials} trials x {spec.epochs} epochs on "
               f"{data.describe()}", file=out)
@@ -134,6 +136,7 @@ def run_search(spec: SearchSpec, *, out: TextIO = sys.stdout,
                        "search_space.json": json.dumps(describe_space(searched), indent=2),
                        "objective.txt": objective.formula + "\n\n" + (objective.__doc__ or "")},
             parent_run_id=previous.get("parent_run_id"),
+            dataset=dataset_record(data),
         )
         book.discard_cut_short()
         folder.write_state(spec=portable_spec(spec.to_dict(), folder.root.parent),

@@ -15,6 +15,7 @@ from ray.tune import Callback
 
 from orchestrator import jsonl
 from orchestrator.tracking import Tracker
+from trainables.config import TrialConfig
 from trainables.status import TrialStatus
 
 DISCARDED = TrialStatus.DISCARDED
@@ -87,12 +88,13 @@ class TrialBook(Callback):
     a resumed search knows the trials it does not run again and those a kill cut short."""
 
     def __init__(self, tracker: Tracker, num_trials: int, epochs: int, out: TextIO = sys.stdout,
-                 journal: Path | None = None):
+                 journal: Path | None = None, base: dict | None = None):
         self.tracker = tracker
         self.num_trials = num_trials
         self.epochs = epochs
         self.out = out
         self.journal = journal
+        self.base = base or {}  # the fixed settings: with a trial's knobs, its whole config
         self.records, self.cut_short = read_journal(journal)
 
     def discard_cut_short(self) -> None:
@@ -124,6 +126,14 @@ class TrialBook(Callback):
     def _tag(self, rec: TrialRecord) -> str:
         return f"[trial {rec.number}/{self.num_trials} {rec.trial_id}]"
 
+    def _config(self, knobs: dict[str, Any]) -> dict[str, Any]:
+        """The trial's whole config, defaults resolved; as given if it does not validate (the
+        trial then fails and says why; the record must not fail first)."""
+        try:
+            return TrialConfig.from_dict({**self.base, **knobs}).to_dict()
+        except (TypeError, ValueError):
+            return {**self.base, **knobs}
+
     def _done_before(self, trial) -> bool:
         """A trial the journal says finished before a resume: its record stands as it was."""
         rec = self.records.get(trial.trial_id)
@@ -139,7 +149,7 @@ class TrialBook(Callback):
         knobs = " ".join(f"{k}={v}" for k, v in rec.knobs.items())
         self._print(f"{self._tag(rec)} start  {knobs}")
         self._write(rec)  # before MLflow hears of it: a resume must know every run it may find
-        self.tracker.start_trial(rec.trial_id, rec.knobs)
+        self.tracker.start_trial(rec.trial_id, rec.knobs, config=self._config(rec.knobs))
 
     def on_trial_result(self, iteration, trials, trial, result, **info):
         if self._done_before(trial):

@@ -14,10 +14,15 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from orchestrator.tracking.steps import (DatasetRecord, DiscardTrial, EndSearch, EndTrial,
+                                         LogEpoch, StartSearch, StartTrial, Step)
 from trainables.status import mlflow_run_status
 
 TRIAL_ID_TAG = "orchestrator.trial_id"
 PARENT_TAG = "mlflow.parentRunId"
+# MLflow 3 opens an experiment without this tag in its GenAI view (traces, tokens); this one
+# opens it on its training runs.
+EXPERIMENT_KIND = {"mlflow.experimentKind": "custom_model_development"}
 
 
 class MlflowWriter:
@@ -33,16 +38,21 @@ class MlflowWriter:
         self.experiment_id: str | None = None
         self.parent_run_id: str | None = None
         self.runs: dict[str, str] = {}  # trial id -> MLflow run id, filled as runs are made
+        self.dataset: DatasetRecord | None = None  # the search's data, logged on every run
 
     # -- helpers ----------------------------------------------------------------------------
     def _experiment(self, name: str) -> str:
         existing = self.client.get_experiment_by_name(name)
         if existing is not None:
+            if "mlflow.experimentKind" not in existing.tags:  # made by an older version
+                for key, value in EXPERIMENT_KIND.items():
+                    self.client.set_experiment_tag(existing.experiment_id, key, value)
             return existing.experiment_id
         location = None
         if self.artifact_root is not None:
             location = (self.artifact_root / name).resolve().as_uri()
-        return self.client.create_experiment(name, artifact_location=location)
+        return self.client.create_experiment(name, artifact_location=location,
+                                             tags=EXPERIMENT_KIND)
 
     def _log(self, run_id: str, metrics: dict[str, float] | None = None, step: int = 0,
              timestamp_ms: int = 0, params: dict[str, Any] | None = None,
@@ -99,16 +109,47 @@ class MlflowWriter:
         )
         return found[0].info.run_id if found else None
 
-    # -- operations (each one a step of the outbox; see outbox) --------------------
-    def start_search(self, name: str, params: dict[str, Any], artifacts: dict[str, str | bytes],
-                     tags: dict[str, str], parent_run_id: str | None = None) -> None:
-        self.experiment_id = self._experiment(name)
+    def _log_dataset(self, run_id: str, dataset: DatasetRecord | None) -> None:
+        from mlflow.entities import Dataset, DatasetInput, InputTag
+
+        if dataset is None:
+            return
+        entity = Dataset(name=dataset.name, digest=dataset.digest,
+                         source_type=dataset.source_type, source=dataset.source,
+                         schema=dataset.schema or None, profile=dataset.profile)
+        # MLflow keeps one copy of a dataset input per (run, dataset): safe to repeat.
+        self.client.log_inputs(run_id, [DatasetInput(entity, [InputTag("mlflow.data.context",
+                                                                       "training")])])
+
+    # -- operations: one per step (see `steps`); each is safe to repeat ----------------------
+    def write(self, step: Step) -> None:
+        match step:
+            case StartSearch():
+                self._start_search(step)
+            case StartTrial():
+                self._start_trial(step)
+            case LogEpoch():
+                self._log(self._run(step.trial_id), metrics=step.metrics, step=step.step,
+                          timestamp_ms=step.timestamp_ms)
+            case EndTrial():
+                self._end_trial(step)
+            case DiscardTrial():
+                self._discard_trial(step)
+            case EndSearch():
+                self._end_search(step)
+            case _:
+                raise TypeError(f"not a tracking step: {step!r}")
+
+    def _start_search(self, step: StartSearch) -> None:
+        self.experiment_id = self._experiment(step.name)
+        params, tags = step.params, step.tags
         # A second start_search in one writer (a resumed search writing its dead driver's held
         # steps first) continues the parent it already has.
-        run_id = self._existing_parent(parent_run_id or self.parent_run_id)
+        run_id = self._existing_parent(step.parent_run_id or self.parent_run_id)
         if run_id is None:
-            origin = {"orchestrator.origin_run_id": parent_run_id} if parent_run_id else {}
-            run = self.client.create_run(self.experiment_id, run_name=f"search-{name}",
+            origin = {"orchestrator.origin_run_id": step.parent_run_id} \
+                if step.parent_run_id else {}
+            run = self.client.create_run(self.experiment_id, run_name=f"search-{step.name}",
                                          tags={"orchestrator.role": "search", **tags, **origin})
             run_id = run.info.run_id
         else:  # a resumed search continues its parent run
@@ -117,15 +158,20 @@ class MlflowWriter:
             logged = self.client.get_run(run_id).data.params
             params = {k: v for k, v in params.items() if k not in logged}
         self.parent_run_id = run_id
+        self.dataset = step.dataset
         self._log(run_id, params=params, tags=tags)
-        self._artifacts(run_id, artifacts)
+        self._log_dataset(run_id, step.dataset)
+        self._artifacts(run_id, step.artifacts)
 
-    def start_trial(self, trial_id: str, params: dict[str, Any], tags: dict[str, str]) -> None:
+    def _start_trial(self, step: StartTrial) -> None:
         tags = {PARENT_TAG: self.parent_run_id, "orchestrator.role": "trial",
-                TRIAL_ID_TAG: trial_id, "status": "running", **tags}
-        run_id = self._existing_trial_run(trial_id)
+                TRIAL_ID_TAG: step.trial_id, "status": "running", **step.tags}
+        # Every config field is a param (the config is flat), the searched knobs among them:
+        # the run alone says how to train that model again.
+        params = {**step.params, **(step.config or {})}
+        run_id = self._existing_trial_run(step.trial_id)
         if run_id is None:
-            run = self.client.create_run(self.experiment_id, run_name=f"trial-{trial_id}",
+            run = self.client.create_run(self.experiment_id, run_name=f"trial-{step.trial_id}",
                                          tags=tags)
             run_id = run.info.run_id
         else:  # the same trial again (a resumed search, or a retried write): one run per trial
@@ -133,49 +179,49 @@ class MlflowWriter:
             self._log(run_id, tags=tags)
             logged = self.client.get_run(run_id).data.params
             params = {k: v for k, v in params.items() if k not in logged}
-        self.runs[trial_id] = run_id
+        self.runs[step.trial_id] = run_id
         self._log(run_id, params=params)
+        self._log_dataset(run_id, self.dataset)
+        if step.config is not None:
+            self._artifacts(run_id, {"config.json": json.dumps(step.config, indent=2,
+                                                               default=str)})
 
-    def log_epoch(self, trial_id: str, metrics: dict[str, float], step: int,
-                  timestamp_ms: int) -> None:
-        self._log(self._run(trial_id), metrics=metrics, step=step, timestamp_ms=timestamp_ms)
-
-    def end_trial(self, trial_id: str, status: str, metrics: dict[str, float],
-                  reason: str | None, timestamp_ms: int) -> None:
-        run_id = self._run(trial_id)
-        tags = {"status": status}
+    def _end_trial(self, step: EndTrial) -> None:
+        run_id = self._run(step.trial_id)
+        tags = {"status": step.status}
         # Resumed from a checkpoint after a worker died (FailureConfig): worth a filter in the UI.
-        restarts = int(metrics.get("restarts", 0))
+        restarts = int(step.metrics.get("restarts", 0))
         tags |= {"restarted": str(restarts > 0).lower(), "restarts": str(restarts)}
-        if reason:
-            tags["failure_reason"] = reason[:4000]
-        final = {f"final_{k}": v for k, v in metrics.items()}
-        self._log(run_id, metrics=final, tags=tags, timestamp_ms=timestamp_ms)
-        self.client.set_terminated(run_id, mlflow_run_status(status))
+        if step.reason:
+            tags["failure_reason"] = step.reason[:4000]
+        final = {f"final_{k}": v for k, v in step.metrics.items()}
+        self._log(run_id, metrics=final, tags=tags, timestamp_ms=step.timestamp_ms)
+        self.client.set_terminated(run_id, mlflow_run_status(step.status))
 
-    def discard_trial(self, trial_id: str) -> None:
+    def _discard_trial(self, step: DiscardTrial) -> None:
         """Delete the partial run of a trial cut short by a driver's death (a resume runs a new
-        trial in its place). Deleted, not dropped: `mlflow gc` or the UI can still restore it."""
-        run_id = self._run(trial_id)
+        trial in its place). Deleted, not dropped: the UI can still restore it."""
+        run_id = self._run(step.trial_id)
         if run_id is None:
             return  # the dead driver never reached MLflow for it
         self._log(run_id, tags={"status": "discarded"})
         self.client.set_terminated(run_id, mlflow_run_status("discarded"))
         self.client.delete_run(run_id)
-        self.runs.pop(trial_id, None)
+        self.runs.pop(step.trial_id, None)
 
-    def end_search(self, artifacts: dict[str, str | bytes], trial_tags: dict[str, dict[str, str]],
-                   metrics: dict[str, float], timestamp_ms: int) -> None:
+    def _end_search(self, step: EndSearch) -> None:
         # Every trial of the search, also those an earlier driver of a resumed search ran.
-        for trial_id, tags in trial_tags.items():
+        for trial_id, tags in step.trial_tags.items():
             run_id = self._run(trial_id)
             if run_id is not None:
                 self._log(run_id, tags=tags)
-        self._artifacts(self.parent_run_id, artifacts)
-        self._log(self.parent_run_id, metrics=metrics, timestamp_ms=timestamp_ms)
+        self._artifacts(self.parent_run_id, step.artifacts)
+        self._log(self.parent_run_id, metrics=step.metrics, timestamp_ms=step.timestamp_ms)
         self.client.set_terminated(self.parent_run_id, "FINISHED")
 
 
 def _param(value: Any) -> str:
+    if hasattr(value, "item") and not isinstance(value, str):
+        value = value.item()  # numpy scalars (what Optuna samples): 16, not "16"
     text = value if isinstance(value, str) else json.dumps(value, default=str)
     return text[:6000]  # MLflow's param value limit

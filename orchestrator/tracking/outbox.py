@@ -1,7 +1,7 @@
 """Tracking that outlives a tracking server going away: nothing lost, nothing doubled, and Tune
 never waits on (or dies of) MLflow.
 
-Every tracker event becomes a *step* (an operation name and its arguments, plain data) appended to
+Every tracker event becomes a *step* (a typed record of the event, see `steps`) appended to
 a journal and written in order. A step that fails because the store is unreachable stays at the
 head of the queue and is retried on the next event; the search goes on meanwhile. When the search
 ends, the queue is retried with backoff for a bounded window; if the store is still down, the
@@ -17,7 +17,7 @@ answer was lost, or a replay of a journal partly written already, doubles nothin
 from __future__ import annotations
 
 import argparse
-import base64
+import dataclasses
 import json
 import logging
 import re
@@ -28,13 +28,11 @@ from typing import Any, TextIO
 
 from orchestrator import jsonl
 from orchestrator.tracking.mlflow_writer import MlflowWriter
+from orchestrator.tracking.steps import StartSearch, Step, from_json, to_json
 
 # MLflow errors that retrying cannot fix: the store answered and refused the write.
 _REFUSALS = {"INVALID_PARAMETER_VALUE", "RESOURCE_ALREADY_EXISTS", "BAD_REQUEST",
              "PERMISSION_DENIED", "UNAUTHENTICATED", "RESOURCE_DOES_NOT_EXIST"}
-
-Step = tuple[str, dict[str, Any]]
-
 
 def is_outage(err: Exception) -> bool:
     """True if the store could not be reached (retry later), False if it refused the write."""
@@ -51,20 +49,22 @@ class Outbox:
     def __init__(self, writer: MlflowWriter, *, retry_interval_s: float = 2.0,
                  out: TextIO | None = None, file: Path | None = None):
         """file: an append-only copy of the queue on disk (a line per step, and a `written`
-        mark as the store takes them), so records held through an outage outlive the driver."""
+        mark as the store takes them), so records held through an outage outlive the driver;
+        an outbox made on an existing file first writes what its dead predecessor had not."""
         self.writer = writer
         self.file = file
         self.journal: list[Step] = []
         self.written = 0  # journal[:written] are in the store (or were refused by it)
-        self._prelude: Step | None = None
-        if file is not None and file.exists():
-            # A resumed search: what its dead driver had not written yet goes first.
-            self.journal, self.written = read_file(file)
-            if self.written and self.journal[0][0] == "start_search":
-                self._prelude = self.journal[0]
         self.retry_interval_s = retry_interval_s
         self.out = out
         self._failed_at: float | None = None  # when the head of the queue last failed
+        self._prelude: Step | None = None
+        if file is not None and file.exists():
+            self.journal, self.written = read_file(file)
+            if self.written and isinstance(self.journal[0], StartSearch):
+                # The search's first step again (safe to repeat), so the writer knows the
+                # experiment and parent run the held steps belong to.
+                self._prelude = self.journal[0]
 
     def __getstate__(self):
         return {k: v for k, v in self.__dict__.items() if k != "out"}  # a stream is not state
@@ -84,10 +84,10 @@ class Outbox:
     def say(self, line: str) -> None:
         print(line, file=self.out or sys.stderr, flush=True)
 
-    def submit(self, op: str, **kwargs: Any) -> None:
-        self.journal.append((op, kwargs))
+    def submit(self, step: Step) -> None:
+        self.journal.append(step)
         if self.file is not None:
-            jsonl.append(self.file, {"op": op, "kwargs": _encode(kwargs)}, default=_plain)
+            jsonl.append(self.file, to_json(step), default=_plain)
         # While the store is down, try it again at most every retry_interval_s: a hanging
         # server costs the Tune driver one request timeout per try.
         if self._failed_at is None or time.time() - self._failed_at >= self.retry_interval_s:
@@ -103,10 +103,10 @@ class Outbox:
             if self.file is not None and self.written > before:
                 jsonl.append(self.file, {"written": self.written})
 
-    def _write(self, op: str, kwargs: dict[str, Any]) -> bool:
+    def _write(self, step: Step) -> bool:
         """Write one step; False if the store is unreachable (a refused step is skipped)."""
         try:
-            getattr(self.writer, op)(**kwargs)
+            self.writer.write(step)
         except Exception as err:  # noqa: BLE001 - every failure is held or reported
             if is_outage(err):
                 if self._failed_at is None:
@@ -115,19 +115,17 @@ class Outbox:
                               "held and retried")
                 self._failed_at = time.time()
                 return False
-            self.say(f"tracking: {self.writer.tracking_uri} refused {op} "
+            self.say(f"tracking: {self.writer.tracking_uri} refused {step.op} "
                       f"({_short(err)}); skipped")
         return True
 
     def _flush(self) -> bool:
         if self._prelude is not None:
-            # A reopened outbox: the search's first step again (it is safe to repeat), so the
-            # writer knows the experiment and parent run the held steps belong to.
-            if not self._write(*self._prelude):
+            if not self._write(self._prelude):
                 return False
             self._prelude = None
         while self.written < len(self.journal):
-            if not self._write(*self.journal[self.written]):
+            if not self._write(self.journal[self.written]):
                 return False
             self.written += 1
         if self._failed_at is not None:
@@ -180,41 +178,23 @@ class Outbox:
 def with_parent(journal: list[Step], parent_run_id: str | None) -> list[Step]:
     if not parent_run_id:
         return journal
-    return [(op, {**kwargs, "parent_run_id": parent_run_id} if op == "start_search" else kwargs)
-            for op, kwargs in journal]
+    return [dataclasses.replace(step, parent_run_id=parent_run_id)
+            if isinstance(step, StartSearch) else step for step in journal]
 
 
 def replay(writer: MlflowWriter, journal: list[Step]) -> None:
     """Write every step of a journal, in order, raising on the first failure."""
-    for op, kwargs in journal:
-        getattr(writer, op)(**kwargs)
-
-
-def _encode(kwargs: dict[str, Any]) -> dict[str, Any]:
-    kwargs = dict(kwargs)
-    if "artifacts" in kwargs:  # a PNG is bytes; JSON holds text
-        kwargs["artifacts"] = {
-            name: {"base64": base64.b64encode(v).decode()} if isinstance(v, bytes) else v
-            for name, v in kwargs["artifacts"].items()}
-    return kwargs
-
-
-def _decode(kwargs: dict[str, Any]) -> dict[str, Any]:
-    if "artifacts" in kwargs:
-        kwargs["artifacts"] = {
-            name: base64.b64decode(v["base64"]) if isinstance(v, dict) else v
-            for name, v in kwargs["artifacts"].items()}
-    return kwargs
+    for step in journal:
+        writer.write(step)
 
 
 def save_journal(path: Path, tracking_uri: str, journal: list[Step]) -> None:
-    steps = [{"op": op, "kwargs": _encode(kwargs)} for op, kwargs in journal]
+    steps = [to_json(step) for step in journal]
     path.write_text(json.dumps({"tracking_uri": tracking_uri, "steps": steps}, default=_plain))
 
 
 def load_journal(path: Path) -> list[Step]:
-    raw = json.loads(Path(path).read_text())
-    return [(step["op"], _decode(step["kwargs"])) for step in raw["steps"]]
+    return [from_json(raw) for raw in json.loads(Path(path).read_text())["steps"]]
 
 
 def read_file(path: Path) -> tuple[list[Step], int]:
@@ -225,7 +205,7 @@ def read_file(path: Path) -> tuple[list[Step], int]:
         if "written" in line:
             written = line["written"]
         else:
-            steps.append((line["op"], _decode(line["kwargs"])))
+            steps.append(from_json(line))
     return steps, written
 
 

@@ -10,47 +10,76 @@ from __future__ import annotations
 
 import os
 import time
+from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import Any, TextIO
 
 from orchestrator.tracking.environment import environment_tags
 from orchestrator.tracking.mlflow_writer import MlflowWriter
 from orchestrator.tracking.outbox import Outbox
+from orchestrator.tracking.steps import (DatasetRecord, DiscardTrial, EndSearch, EndTrial,
+                                         LogEpoch, StartSearch, StartTrial)
+from orchestrator.tracking.system_metrics import SystemMetrics
 
 # MLflow's REST client retries a failed request for minutes by default; the outbox retries
 # instead, so a server outage costs the Tune driver one short request per try.
 _HTTP_ENV = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0", "MLFLOW_HTTP_REQUEST_TIMEOUT": "10"}
 
 
-class Tracker:
-    """What the search reports; every hook is a no-op here (the null tracker)."""
+class Tracker(ABC):
+    """What the search reports, one method per tracking verb (see `steps`)."""
 
     location: str = "nowhere (tracking off)"
     parent_run_id: str | None = None
 
+    @abstractmethod
     def start_search(self, name: str, params: dict[str, Any],
-                     artifacts: dict[str, str | bytes], parent_run_id: str | None = None) -> None:
-        """parent_run_id: continue that parent run (a resumed search) rather than start one."""
+                     artifacts: dict[str, str | bytes], parent_run_id: str | None = None,
+                     dataset: DatasetRecord | None = None) -> None:
+        """parent_run_id: continue that parent run (a resumed search) rather than start one.
+        dataset: the search's data, recorded on the parent and on every trial's run."""
 
-    def start_trial(self, trial_id: str, params: dict[str, Any]) -> None:
-        pass
+    @abstractmethod
+    def start_trial(self, trial_id: str, params: dict[str, Any],
+                    config: dict[str, Any] | None = None) -> None:
+        """params: the searched knobs; config: the trial's whole resolved config."""
 
-    def log_epoch(self, trial_id: str, metrics: dict[str, float], step: int) -> None:
-        pass
+    @abstractmethod
+    def log_epoch(self, trial_id: str, metrics: dict[str, float], step: int) -> None: ...
 
+    @abstractmethod
     def end_trial(self, trial_id: str, status: str, metrics: dict[str, float],
-                  reason: str | None = None) -> None:
-        pass
+                  reason: str | None = None) -> None: ...
 
+    @abstractmethod
     def discard_trial(self, trial_id: str) -> None:
         """A trial cut short by a driver's death (see `TrialStatus.DISCARDED`)."""
 
+    @abstractmethod
     def end_search(self, artifacts: dict[str, str | bytes], trial_tags: dict[str, dict[str, str]],
-                   metrics: dict[str, float]) -> None:
+                   metrics: dict[str, float]) -> None: ...
+
+
+class NullTracker(Tracker):
+    """Tracking off: every verb does nothing."""
+
+    def start_search(self, name, params, artifacts, parent_run_id=None, dataset=None) -> None:
         pass
 
+    def start_trial(self, trial_id, params, config=None) -> None:
+        pass
 
-NullTracker = Tracker
+    def log_epoch(self, trial_id, metrics, step) -> None:
+        pass
+
+    def end_trial(self, trial_id, status, metrics, reason=None) -> None:
+        pass
+
+    def discard_trial(self, trial_id) -> None:
+        pass
+
+    def end_search(self, artifacts, trial_tags, metrics) -> None:
+        pass
 
 
 class MlflowTracker(Tracker):
@@ -61,7 +90,7 @@ class MlflowTracker(Tracker):
     def __init__(self, tracking_uri: str, artifact_root: Path | None = None, *,
                  parent_run_id: str | None = None, fallback_dir: Path | None = None,
                  retry_window_s: float | None = None, out: TextIO | None = None,
-                 outbox_file: Path | None = None):
+                 system_metrics_s: float | None = 1.0, outbox_file: Path | None = None):
         """
         parent_run_id: continue this parent run (a resumed search) instead of making one.
         fallback_dir: where the records go if the store is still unreachable when the search
@@ -69,8 +98,9 @@ class MlflowTracker(Tracker):
         retry_window_s: how long the end of the search waits for an unreachable store
             (default: $ORCHESTRATOR_TRACKING_RETRY_S, else 60 s).
         out: where outage messages are printed (default: stderr).
-        outbox_file: keep the queue of tracking steps on disk there (see `Outbox`); a tracker
-            made on an existing file first writes what its dead predecessor had not.
+        system_metrics_s: sampling interval of MLflow's system metrics (CPU, memory, GPU) on
+            each trial's run; None turns them off.
+        outbox_file: keep the queue of tracking steps on disk there (see `Outbox`).
         """
         import logging
 
@@ -89,38 +119,47 @@ class MlflowTracker(Tracker):
         self.writer = MlflowWriter(tracking_uri, artifact_root)
         self.outbox = Outbox(self.writer, out=out, file=outbox_file)
         self._env = environment_tags()
+        self.system_metrics = SystemMetrics(tracking_uri, system_metrics_s) \
+            if system_metrics_s else None
 
     @property
     def parent_run_id(self) -> str | None:  # type: ignore[override]
         return self.writer.parent_run_id or self.resume_parent_run_id
 
     def start_search(self, name: str, params: dict[str, Any],
-                     artifacts: dict[str, str | bytes], parent_run_id: str | None = None) -> None:
+                     artifacts: dict[str, str | bytes], parent_run_id: str | None = None,
+                     dataset: DatasetRecord | None = None) -> None:
         self.resume_parent_run_id = parent_run_id or self.resume_parent_run_id
         self.outbox.continue_parent(self.resume_parent_run_id)
-        self.outbox.submit("start_search", name=name, params=params, artifacts=artifacts,
-                           tags=self._env, parent_run_id=self.resume_parent_run_id)
+        self.outbox.submit(StartSearch(name, params, artifacts, self._env,
+                                       self.resume_parent_run_id, dataset))
 
-    def start_trial(self, trial_id: str, params: dict[str, Any]) -> None:
+    def start_trial(self, trial_id: str, params: dict[str, Any],
+                    config: dict[str, Any] | None = None) -> None:
         # Copies: a held step must keep the values of its event, whatever the caller changes.
-        self.outbox.submit("start_trial", trial_id=trial_id, params=dict(params), tags=self._env)
+        self.outbox.submit(StartTrial(trial_id, dict(params), self._env,
+                                      dict(config) if config is not None else None))
+        run_id = self.writer.runs.get(trial_id)
+        if run_id is not None and self.system_metrics is not None:  # held while the store is down
+            self.system_metrics.start(trial_id, run_id)
 
     def log_epoch(self, trial_id: str, metrics: dict[str, float], step: int) -> None:
-        self.outbox.submit("log_epoch", trial_id=trial_id, metrics=dict(metrics), step=step,
-                           timestamp_ms=_now_ms())
+        self.outbox.submit(LogEpoch(trial_id, dict(metrics), step, _now_ms()))
 
     def end_trial(self, trial_id: str, status: str, metrics: dict[str, float],
                   reason: str | None = None) -> None:
-        self.outbox.submit("end_trial", trial_id=trial_id, status=status, metrics=dict(metrics),
-                           reason=reason, timestamp_ms=_now_ms())
+        if self.system_metrics is not None:  # its last samples land while the run is RUNNING
+            self.system_metrics.stop(trial_id)
+        self.outbox.submit(EndTrial(trial_id, status, dict(metrics), reason, _now_ms()))
 
     def discard_trial(self, trial_id: str) -> None:
-        self.outbox.submit("discard_trial", trial_id=trial_id)
+        self.outbox.submit(DiscardTrial(trial_id))
 
     def end_search(self, artifacts: dict[str, str | bytes], trial_tags: dict[str, dict[str, str]],
                    metrics: dict[str, float]) -> None:
-        self.outbox.submit("end_search", artifacts=artifacts, trial_tags=trial_tags,
-                           metrics=metrics, timestamp_ms=_now_ms())
+        if self.system_metrics is not None:
+            self.system_metrics.stop_all()
+        self.outbox.submit(EndSearch(artifacts, trial_tags, metrics, _now_ms()))
         if not self.outbox.drain(self.retry_window_s):
             directory = self.fallback_dir or Path.cwd()
             message = self.outbox.fall_back(directory)

@@ -25,7 +25,7 @@ def _outage(server, tracker, seen: dict, down_s: float = 4.0) -> None:
     held a record back (its next event came during the outage) and a few seconds have passed."""
     try:
         deadline = time.time() + 120
-        while not any(op == "start_trial" for op, _ in list(tracker.outbox.journal)):
+        while not any(s.op == "start_trial" for s in list(tracker.outbox.journal)):
             if time.time() > deadline:
                 return
             time.sleep(0.2)

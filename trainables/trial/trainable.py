@@ -61,7 +61,11 @@ def trial_resources(ctx: TrialContext) -> Callable[[dict], Any]:
 
     def resources(sampled: dict) -> PlacementGroupFactory:
         if in_process(ctx, trial_config(ctx, sampled)):
-            bundle = {"CPU": ctx.cpus_per_trial, **({"GPU": 1} if ctx.use_gpu else {})}
+            # One worker on one GPU: the CPUs beside that GPU, not the whole trial's (sized for
+            # its widest worker group), which no 1-GPU node may have.
+            cpus = ctx.cpus_per_worker if ctx.use_gpu and ctx.cpus_per_worker else \
+                ctx.cpus_per_trial
+            bundle = {"CPU": cpus, **({"GPU": 1} if ctx.use_gpu else {})}
         else:
             # {"CPU": 0} alone is rejected, hence the token memory request.
             bundle = {"CPU": 0, "memory": 1}

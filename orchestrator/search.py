@@ -67,10 +67,13 @@ def make_searcher(spec: SearchSpec, objective, searched: dict, base: dict, histo
 
     from orchestrator.searcher import TruthfulOptunaSearch
 
+    # A resumed search's sampler must not replay the dead driver's random draws (the same seed
+    # would propose its first configurations again): offset the seed by the history it holds.
+    seed = spec.seed + len(history)
     if isinstance(objective.metric, list):
-        sampler = NSGAIISampler(seed=spec.seed, population_size=max(4, spec.num_trials // 3))
+        sampler = NSGAIISampler(seed=seed, population_size=max(4, spec.num_trials // 3))
     else:
-        sampler = TPESampler(seed=spec.seed, n_startup_trials=max(3, spec.num_trials // 4))
+        sampler = TPESampler(seed=seed, n_startup_trials=max(3, spec.num_trials // 4))
     ran = [rec.knobs for rec in history]
     points = [p for p in warm_start_points(spec.warm_start, searched, base)
               if not any(p.items() <= knobs.items() for knobs in ran)]
@@ -80,7 +83,7 @@ def make_searcher(spec: SearchSpec, objective, searched: dict, base: dict, histo
                   "storage": seeded_storage(history, searched, objective.metric, objective.mode,
                                             spec.name)}
     return TruthfulOptunaSearch(metric=objective.metric, mode=objective.mode, sampler=sampler,
-                                seed=spec.seed, points_to_evaluate=points or None, **seeded)
+                                seed=seed, points_to_evaluate=points or None, **seeded)
 
 
 def run_search(spec: SearchSpec, *, out: TextIO = sys.stdout,

@@ -59,6 +59,10 @@ def one_round(root: Path, kill_after_s: float) -> dict[str, int]:
     if not finished_early:
         os.killpg(proc.pid, signal.SIGKILL)
     proc.wait(60)
+    if finished_early and proc.returncode != 0:  # the search itself failed: not a resume case
+        print(proc.stdout.read()[-3000:])
+        return {"lost": 0, "rerun": 0, "duplicated": 0, "failed": 1, "killed": 0,
+                "finished_before": 0, "cut_short": 0}
     finished, cut_short = read_journal(folder / "trials.jsonl")
     counts = {"lost": 0, "rerun": 0, "duplicated": 0, "failed": 0, "killed": int(not
                                                                               finished_early),

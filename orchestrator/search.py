@@ -15,7 +15,10 @@ from typing import Any, TextIO
 import yaml
 
 from orchestrator import resources
+from orchestrator.baseline import run_baseline, with_baseline
+from orchestrator.importance import importance_artifacts, importance_lines, knob_importance
 from orchestrator.pareto import pareto_png
+from orchestrator.report import add_baseline_row, headline
 from orchestrator.result import SearchResult, trials_table
 from orchestrator.spec import SearchSpec
 from orchestrator.tracking import MlflowTracker, Tracker
@@ -104,6 +107,9 @@ def run_search(spec: SearchSpec, *, out: TextIO = sys.stdout,
             # otherwise be read as this search's history.
             (out_dir / JOURNAL_FILE).unlink(missing_ok=True)
         out_dir.mkdir(parents=True, exist_ok=True)
+        # The baseline runs first, outside num_trials; the objective then knows its score/time.
+        baseline = run_baseline(spec, base, out_dir, out, run_search, resume=resume)
+        objective = with_baseline(objective, baseline)
         tracker = tracker or MlflowTracker(spec.resolved_tracking_uri(),
                                            artifact_root=spec.resolved_artifact_root(),
                                            fallback_dir=out_dir)
@@ -163,7 +169,8 @@ def run_search(spec: SearchSpec, *, out: TextIO = sys.stdout,
             tuner._local_tuner.get_run_config().callbacks = callbacks
             print(f"  resuming: {len(book.records)} trial(s) already finished", file=out)
             tuner.fit()
-            return _finish(spec, searched, base, book, tracker, objective, out_dir, started)
+            return _finish(spec, searched, base, book, tracker, objective, out_dir, started,
+                           baseline)
         tuner = tune.Tuner(
             trainable,
             param_space=searched,
@@ -188,13 +195,15 @@ def run_search(spec: SearchSpec, *, out: TextIO = sys.stdout,
             ),
         )
         tuner.fit()
-        return _finish(spec, searched, base, book, tracker, objective, out_dir, started)
+        return _finish(spec, searched, base, book, tracker, objective, out_dir, started,
+                           baseline)
     finally:
         if started_ray:
             ray.shutdown()
 
 
-def _finish(spec, searched, base, book, tracker, objective, out_dir, started) -> SearchResult:
+def _finish(spec, searched, base, book, tracker, objective, out_dir, started,
+            baseline=None) -> SearchResult:
     knobs = list(searched)
     table = trials_table(list(book.records.values()), knobs)
     best = None
@@ -209,10 +218,11 @@ def _finish(spec, searched, base, book, tracker, objective, out_dir, started) ->
             {"name": spec.name, "data": spec.data, "config": best_config,
              "objective": objective.formula,
              "metrics": {k: v for k, v in best_rec.metrics.items()}}, indent=2, default=float))
+    table = add_baseline_row(table, baseline, knobs)
     leaderboard_path = out_dir / "leaderboard.csv"
     table.to_csv(leaderboard_path, index=False)
     pareto_path = out_dir / "pareto.csv"
-    front = table[table["pareto"]] if not table.empty else table
+    front = table[table["pareto"] == True] if not table.empty else table  # noqa: E712
     front.to_csv(pareto_path, index=False)
     on_front = set(front["trial_id"]) if not front.empty else set()
 
@@ -228,7 +238,10 @@ def _finish(spec, searched, base, book, tracker, objective, out_dir, started) ->
                                          "pareto.png": plot_path.read_bytes()}
     if best_path:
         artifacts["best_config.json"] = best_path.read_text()
+    importance = knob_importance(table, knobs, objective)
+    artifacts.update(importance_artifacts(importance))
     wall = time.time() - started
+    notes = importance_lines(importance) + headline(best, baseline, objective.baseline_s, wall)
     state_path = out_dir / STATE_FILE
     if state_path.exists():
         state_path.write_text(json.dumps({**json.loads(state_path.read_text()),
@@ -243,4 +256,5 @@ def _finish(spec, searched, base, book, tracker, objective, out_dir, started) ->
         tracking_uri=tracker.location,
         experiment_name=spec.name, parent_run_id=tracker.parent_run_id,
         objective_formula=objective.formula, wall_time_s=wall, knobs=knobs,
+        baseline=baseline, notes=notes,
     )

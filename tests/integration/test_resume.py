@@ -30,7 +30,8 @@ def test_sigkilled_search_resumes_without_rerunning_or_duplicating(tmp_path):
     from tests.conftest import make_npz
 
     data = make_npz(tmp_path / "tiny.npz", n=960)
-    spec = {"name": "killme", "data": data, "num_trials": 3, "epochs": 4, "seed": 3,
+    spec = {"name": "killme", "baseline": "none",
+            "data": data, "num_trials": 3, "epochs": 4, "seed": 3,
             "space": {"width": [0.25, 0.5]}, "output_dir": str(tmp_path / "runs"),
             "tracking_uri": f"sqlite:///{tmp_path / 'mlflow.db'}",
             "base": {"batch_size": 16, "patch_size": 12}}

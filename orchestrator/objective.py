@@ -135,7 +135,8 @@ class TimeToTargetObjective:
         state["best"] = best
         reached = state.get("reached_at")
         value = -reached if reached is not None else _MISSED + 1000 * best
-        return {**metrics, **_time_columns(metrics, self.full_epochs, self.baseline_s, reached),
+        return {**metrics, **_time_columns(metrics, self.full_epochs, self.baseline_s,
+                                         reached if reached is not None else math.nan),
                 "objective": value,
                 "time_to_target_s": reached if reached is not None else math.nan}
 

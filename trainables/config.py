@@ -41,8 +41,9 @@ class TrialConfig:
     lr_scaling: str = "sqrt"
     """How the lr follows the batch: 'sqrt' (lr * sqrt(batch/ref), AdamW's rule), 'linear' or
     'none'. Without it a bigger batch makes fewer steps at the same lr and learns less per epoch."""
-    lr_reference_batch: int = 128
-    """The global batch at which `lr` was tuned (lr is used as given there)."""
+    lr_reference_batch: int | None = None
+    """The global batch at which `lr` was tuned (lr is used as given there); None: the built-in
+    workload's (classifier 128, unet3d 2), and no scaling for a model of your own."""
     weight_decay: float = 1e-4
     """AdamW weight decay."""
     schedule: str = "onecycle"
@@ -103,7 +104,8 @@ class TrialConfig:
         need(self.epochs >= 1, f"epochs must be >= 1 (got {self.epochs})")
         need(self.batch_size >= 1, f"batch_size must be >= 1 (got {self.batch_size})")
         need(self.lr > 0, f"lr must be > 0 (got {self.lr})")
-        need(self.lr_reference_batch >= 1, "lr_reference_batch must be >= 1")
+        need(self.lr_reference_batch is None or self.lr_reference_batch >= 1,
+             "lr_reference_batch must be >= 1 or null (the workload's own)")
         need(self.workers >= 1, f"workers must be >= 1 (got {self.workers})")
         need(
             self.batch_size >= self.workers,

@@ -240,6 +240,8 @@ def _finish(spec, searched, base, book, tracker, objective, out_dir, started,
         artifacts["best_config.json"] = best_path.read_text()
     importance = knob_importance(table, knobs, objective)
     artifacts.update(importance_artifacts(importance))
+    if baseline:
+        artifacts["baseline.json"] = json.dumps(baseline, indent=2, default=str)
     wall = time.time() - started
     notes = importance_lines(importance) + headline(best, baseline, objective.baseline_s, wall)
     state_path = out_dir / STATE_FILE

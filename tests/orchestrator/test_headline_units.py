@@ -144,3 +144,14 @@ def test_headline_and_payback_lines():
     table = add_baseline_row(_table(3), record, ["width"])
     assert list(table["role"]) == ["trial"] * 3 + ["baseline"]
     assert table.iloc[-1]["rank"] == 0
+
+
+def test_legacy_loop_measures_its_warm_up_so_the_projection_pays_it_once(tiny_npz):
+    from tests.trainables.helpers import fit_legacy_local
+
+    final = fit_legacy_local(tiny_npz, loader_workers=0, epochs=2, batch_size=16, lr=0.01,
+                             patch_size=12, width=0.25)
+    assert 0 < final["warmup_s"] < final["train_time_s"]
+    projected = make_objective("weighted", full_epochs=20)(final)["full_run_s"]
+    steady = (final["train_time_s"] - final["warmup_s"]) / 2
+    assert projected == pytest.approx(final["warmup_s"] + 20 * steady)

@@ -18,6 +18,7 @@ from tqdm import tqdm
 
 from trainables.config import TrialConfig
 from trainables.data.arrays import DataMeta
+from trainables.loop.fit import WARMUP_STEPS
 from trainables.loop.io import LoopIO
 from trainables.loop.lr import scaled_lr, schedule_multiplier
 from trainables.loop.state import LoopState, epoch_metrics
@@ -108,6 +109,13 @@ def fit_legacy(cfg: TrialConfig, meta: DataMeta, io: LoopIO, x: torch.Tensor,
                 loss_sum += loss.detach()
             st.samples += len(yb)
             st.opt_steps += 1
+            if st.opt_steps == WARMUP_STEPS:
+                # One-off costs (DataLoader worker start, first kernels), as the optimized loop
+                # measures them, so the full-run projection pays them once (issue 17.3).
+                if device.type == "cuda":
+                    torch.cuda.synchronize(device)
+                st.warmup_s = time.perf_counter() - t0 + st.train_time
+                st.warm_samples = st.samples
         if sync:
             pbar.close()
         if device.type == "cuda":

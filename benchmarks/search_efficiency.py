@@ -31,7 +31,7 @@ from orchestrator import NullTracker, SearchSpec, run_search  # noqa: E402
 def measure(trials: int, epochs: int, worker_group: bool, out_dir: str) -> dict:
     spec = SearchSpec(
         name=f"efficiency-{'before' if worker_group else 'after'}",
-        num_trials=trials, epochs=epochs, seed=0, output_dir=out_dir,
+        num_trials=trials, epochs=epochs, seed=0, output_dir=out_dir, baseline="none",
         space={"lr": {"loguniform": [1e-3, 1e-2]}},
         base={"width": 1.0, "patch_size": 24, "batch_size": 64, "workers": 1,
               "checkpoint_every": 0},

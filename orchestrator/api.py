@@ -56,6 +56,7 @@ def train_config(path: str | Path, *, name: str | None = None, data: str | None 
         "num_trials": 1,
         "epochs": int(config.get("epochs", 3)),
         "seed": int(config.get("seed", 0)),
+        "baseline": "none",  # one training, nothing to compare it with
         **spec_options,
     }
     if output_dir:

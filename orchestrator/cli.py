@@ -48,7 +48,16 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--epochs", type=int, help="epochs per trial (default 3)")
     s.add_argument("--time-budget", dest="time_budget_s", type=float,
                    help="wall-clock budget of the whole search, seconds")
-    s.add_argument("--objective", choices=["weighted", "time_to_target", "pareto"])
+    s.add_argument("--objective", choices=["weighted", "time_to_target", "pareto",
+                                           "match_baseline"])
+    s.add_argument("--baseline", choices=["seeds", "base", "none"],
+                   help="trial run first to compare with (default: seeds; base for --model)")
+    s.add_argument("--tolerance", type=float,
+                   help="match_baseline: accuracy that may be lost vs the baseline (0.005)")
+    s.add_argument("--full-epochs", type=int,
+                   help="epochs of your real training; times are projected to it")
+    s.add_argument("--lr-scaling", choices=["sqrt", "linear", "none"],
+                   help="how lr follows the batch size (default sqrt)")
     s.add_argument("--time-weight", type=float,
                    help="weighted objective: accuracy lost per doubling of time (default 0.05)")
     s.add_argument("--reference-time", dest="reference_time_s", type=float,
@@ -87,11 +96,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def spec_from_args(args: argparse.Namespace) -> SearchSpec:
     options = {k: v for k, v in vars(args).items()
-               if k not in ("command", "spec", "base") and v is not None}
+               if k not in ("command", "spec", "base", "lr_scaling") and v is not None}
     if options.get("warm_start", "seeds") != "seeds":
         options["warm_start"] = yaml.safe_load(options["warm_start"])
-    if args.base:
-        options["base"] = dict(args.base)
+    if args.base or args.lr_scaling:
+        options["base"] = dict(args.base) | ({"lr_scaling": args.lr_scaling}
+                                             if args.lr_scaling else {})
     if args.spec:
         return SearchSpec.from_file(args.spec, **options)
     return SearchSpec(**options)
@@ -100,6 +110,8 @@ def spec_from_args(args: argparse.Namespace) -> SearchSpec:
 def print_summary(result: SearchResult, out=sys.stdout) -> None:
     print(f"\nLeaderboard ({result.objective_formula})", file=out)
     print(result.leaderboard(result.knobs[:KNOBS_SHOWN]), file=out)
+    for line in result.notes:  # knob importance, speedup vs baseline, payback
+        print(line, file=out)
     print(f"\nsearch wall time   {result.wall_time_s:.1f} s", file=out)
     print(f"best config        {result.best_config_path or '(no trial completed)'}", file=out)
     print(f"leaderboard CSV    {result.leaderboard_path}", file=out)

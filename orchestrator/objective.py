@@ -21,17 +21,37 @@ ACCURACY, TIME = "val_score", "train_time_s"
 FAILED_SCORE = -1e9
 
 
-def projected_time(metrics: dict) -> float:
-    """Training time projected to the planned epochs: a trial stopped early (or reporting an
-    intermediate epoch) is compared as if it had run to the end, so stopping early can never
-    make a configuration look faster than it is. Accuracy is not projected (it only grows), so a
-    partial result can only look worse than the finished one."""
+def projected_time(metrics: dict, full_epochs: int | None = None) -> float:
+    """Training time projected to the full run:
+
+        full_run_s = warmup_s + (train_time_s - warmup_s) / epoch * N
+
+    N is `full_epochs` (the length of the user's real training) or else the trial's planned
+    epochs. The one-off warm-up (compile, first kernels, shard load: the loop's `warmup_s`) is
+    paid once, not once per epoch, so a compile that a 100-epoch run amortises is not judged on
+    a 3-epoch trial, and ASHA does not multiply epoch 1's warm-up by planned/epoch (issue 11.5).
+    A trial that ended early on its own (early stopping, done=True) is not projected to its own
+    plan: it really took this time. Accuracy is not projected (it only grows)."""
     t = max(float(metrics[TIME]), 1e-6)
     epoch, planned = metrics.get("epoch"), metrics.get("epochs_planned")
-    # A trial that ended early on its own (early stopping, done=True) really took this time.
-    if epoch and planned and epoch < planned and not metrics.get("done"):
-        t *= planned / epoch
-    return t
+    if not epoch or not (full_epochs or planned):
+        return t
+    if full_epochs is None and (epoch >= planned or metrics.get("done")):
+        return t
+    warm = min(max(float(metrics.get("warmup_s") or 0.0), 0.0), t)
+    return warm + (t - warm) / epoch * (full_epochs or planned)
+
+
+def _time_columns(metrics: dict, full_epochs: int | None, baseline_s: float | None,
+                  own_s: float | None = None) -> dict:
+    """`full_run_s` on every trial; `speedup_vs_baseline` when a baseline ran: the baseline's
+    time over this trial's (`own_s`, else its projected full run)."""
+    full = projected_time(metrics, full_epochs)
+    out = {"full_run_s": full}
+    if baseline_s:
+        mine = own_s if own_s is not None else full
+        out["speedup_vs_baseline"] = baseline_s / mine if mine and mine == mine else math.nan
+    return out
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -45,6 +65,9 @@ class WeightedObjective:
 
     time_weight: float = 0.05
     reference_time_s: float = 10.0
+    full_epochs: int | None = None
+    baseline_s: float | None = None
+    """The baseline's full-run time (set once the baseline ran): adds `speedup_vs_baseline`."""
     name: str = field(default="weighted", init=False)
 
     def __post_init__(self) -> None:
@@ -60,14 +83,15 @@ class WeightedObjective:
     @property
     def formula(self) -> str:
         return (f"objective = val_score - {self.time_weight} * "
-                f"log2(train_time_s / {self.reference_time_s})  (maximize)")
+                f"log2(full_run_s / {self.reference_time_s})  (maximize); " + _full(self))
 
     def __call__(self, metrics: dict, state: dict | None = None) -> dict:
         if metrics.get("status") in FAILED_STATUSES:
             return {**metrics, "objective": FAILED_SCORE}
-        t = projected_time(metrics)
+        extra = _time_columns(metrics, self.full_epochs, self.baseline_s)
+        t = extra["full_run_s"]
         value = float(metrics[ACCURACY]) - self.time_weight * math.log2(t / self.reference_time_s)
-        return {**metrics, "objective": value}
+        return {**metrics, **extra, "objective": value}
 
 
 # Trials that never reach the target score below this, so they rank under every trial that does.
@@ -85,6 +109,8 @@ class TimeToTargetObjective:
     """
 
     target: float
+    full_epochs: int | None = None
+    baseline_s: float | None = None
     name: str = field(default="time_to_target", init=False)
     metric = "objective"
     mode = "max"
@@ -109,7 +135,9 @@ class TimeToTargetObjective:
         state["best"] = best
         reached = state.get("reached_at")
         value = -reached if reached is not None else _MISSED + 1000 * best
-        return {**metrics, "objective": value,
+        return {**metrics, **_time_columns(metrics, self.full_epochs, self.baseline_s,
+                                         reached if reached is not None else math.nan),
+                "objective": value,
                 "time_to_target_s": reached if reached is not None else math.nan}
 
 
@@ -123,6 +151,8 @@ class ParetoObjective:
     `objective` (for sorting the table) is val_score.
     """
 
+    full_epochs: int | None = None
+    baseline_s: float | None = None
     name: str = field(default="pareto", init=False)
     metric = [ACCURACY, TIME]
     mode = ["max", "min"]
@@ -134,21 +164,75 @@ class ParetoObjective:
     def __call__(self, metrics: dict, state: dict | None = None) -> dict:
         if metrics.get("status") in FAILED_STATUSES:
             return {**metrics, "objective": FAILED_SCORE, ACCURACY: 0.0}
-        return {**metrics, "objective": float(metrics[ACCURACY])}
+        return {**metrics, **_time_columns(metrics, self.full_epochs, self.baseline_s),
+                "objective": float(metrics[ACCURACY])}
 
 
-OBJECTIVES = ("weighted", "time_to_target", "pareto")
-Objective = WeightedObjective | TimeToTargetObjective | ParetoObjective
+@dataclass(frozen=True, kw_only=True)
+class MatchBaselineObjective:
+    """Same accuracy as the baseline, in the least time:
+
+    objective = -time_to_target_s   (first epoch with val_score >= baseline_score - tolerance)
+              = -1e6 + 1000 * best_val_score   if it never gets there          (maximize)
+    speedup_vs_baseline = baseline's time to the same target / this trial's.
+
+    `baseline_score` and `baseline_s` are filled in once the baseline trial ran (orchestrator/
+    baseline.py); before that the objective only knows its tolerance.
+    """
+
+    tolerance: float = 0.005
+    full_epochs: int | None = None
+    baseline_score: float | None = None
+    baseline_s: float | None = None
+    name: str = field(default="match_baseline", init=False)
+    metric = "objective"
+    mode = "max"
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.tolerance < 1:
+            raise ValueError(f"tolerance must be in [0, 1) (got {self.tolerance}); it is "
+                             "accuracy given up against the baseline, e.g. 0.005")
+
+    @property
+    def target(self) -> float:
+        return max(1e-6, (self.baseline_score or 0.0) - self.tolerance)
+
+    @property
+    def formula(self) -> str:
+        score = f"{self.baseline_score:.4f}" if self.baseline_score is not None else "S"
+        return (f"objective = -time_to_target_s (first epoch with val_score >= baseline {score}"
+                f" - {self.tolerance}); trials that never reach it: -1e6 + 1000 * "
+                "best_val_score  (maximize)")
+
+    def __call__(self, metrics: dict, state: dict | None = None) -> dict:
+        inner = TimeToTargetObjective(target=min(1.0, self.target), full_epochs=self.full_epochs,
+                                      baseline_s=self.baseline_s)
+        return inner(metrics, state)
+
+
+def _full(obj) -> str:
+    n = f"N = {obj.full_epochs}" if obj.full_epochs else "N = the trial's epochs"
+    return f"full_run_s = warmup_s + (train_time_s - warmup_s) / epoch * N, {n}"
+
+
+OBJECTIVES = ("weighted", "time_to_target", "pareto", "match_baseline")
+Objective = WeightedObjective | TimeToTargetObjective | ParetoObjective | MatchBaselineObjective
 
 
 def make_objective(name: str, *, time_weight: float = 0.05, reference_time_s: float = 10.0,
-                   target: float | None = None) -> Objective:
+                   target: float | None = None, full_epochs: int | None = None,
+                   tolerance: float = 0.005) -> Objective:
+    if full_epochs is not None and (not isinstance(full_epochs, int) or full_epochs < 1):
+        raise ValueError(f"full_epochs must be an integer >= 1 (got {full_epochs!r})")
     if name == "weighted":
-        return WeightedObjective(time_weight=time_weight, reference_time_s=reference_time_s)
+        return WeightedObjective(time_weight=time_weight, reference_time_s=reference_time_s,
+                                 full_epochs=full_epochs)
     if name == "time_to_target":
         if target is None:
             raise ValueError("objective 'time_to_target' needs a target accuracy (--target 0.8)")
-        return TimeToTargetObjective(target=target)
+        return TimeToTargetObjective(target=target, full_epochs=full_epochs)
     if name == "pareto":
-        return ParetoObjective()
+        return ParetoObjective(full_epochs=full_epochs)
+    if name == "match_baseline":
+        return MatchBaselineObjective(tolerance=tolerance, full_epochs=full_epochs)
     raise ValueError(f"unknown objective {name!r}; choose one of {list(OBJECTIVES)}")

@@ -12,8 +12,8 @@ from orchestrator.pareto import pareto_mask
 from trainables.status import RANKABLE
 from orchestrator.trial_book import TrialRecord
 
-LEADERBOARD_METRICS = ["val_score", "train_time_s", "samples_per_s", "objective",
-                       "fixed_cost_s"]
+LEADERBOARD_METRICS = ["val_score", "train_time_s", "full_run_s", "samples_per_s",
+                       "objective", "speedup_vs_baseline", "fixed_cost_s"]
 
 
 def trials_table(records: list[TrialRecord], knobs: list[str]) -> pd.DataFrame:
@@ -77,14 +77,19 @@ class SearchResult:
     wall_time_s: float
     knobs: list[str] = field(default_factory=list)
     """The searched knobs (the leaderboard's config columns)."""
+    baseline: dict[str, Any] | None = None
+    """The baseline trial's record (orchestrator/baseline.py), or None without one."""
+    notes: list[str] = field(default_factory=list)
+    """Lines printed after the leaderboard: knob importance, speedup, payback."""
 
     def leaderboard(self, knobs: list[str] | None = None) -> str:
         if self.trials.empty:
             return "(no trials ran)"
         knobs = (self.knobs if knobs is None else knobs) + task_columns(self.trials)
         cols = ["rank", "trial_id", "status"] + (self.knobs if knobs is None else knobs) \
-            + LEADERBOARD_METRICS + ["pareto"]
+            + LEADERBOARD_METRICS + ["pareto", "role"]
         table = self.trials[[c for c in cols if c in self.trials.columns]].copy()
+        table = table.dropna(axis=1, how="all")  # e.g. speedup_vs_baseline without a baseline
         return table.to_string(index=False, float_format=lambda v: f"{v:,.4g}")
 
     def mlflow_ui_command(self) -> str:

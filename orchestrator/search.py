@@ -16,7 +16,10 @@ import yaml
 from orchestrator import resources
 from orchestrator.folder import SearchFolder, portable_spec
 from orchestrator.history import seeded_storage
+from orchestrator.baseline import run_baseline, with_baseline
+from orchestrator.importance import importance_artifacts, importance_lines, knob_importance
 from orchestrator.pareto import pareto_png
+from orchestrator.report import add_baseline_row, headline
 from orchestrator.result import SearchResult, trials_table
 from orchestrator.spec import SearchSpec
 from orchestrator.tracking import MlflowTracker, Tracker
@@ -113,6 +116,9 @@ def run_search(spec: SearchSpec, *, out: TextIO = sys.stdout,
         previous = folder.read_state() if resume else {}
         if not resume:
             folder.start_fresh()
+        # The baseline runs first, outside num_trials; the objective then knows its score/time.
+        baseline = run_baseline(spec, base, folder.root, out, run_search, resume=resume)
+        objective = with_baseline(objective, baseline)
         tracker = tracker or MlflowTracker(spec.resolved_tracking_uri(),
                                            artifact_root=spec.resolved_artifact_root(),
                                            fallback_dir=folder.root, outbox_file=folder.outbox)
@@ -156,7 +162,8 @@ def run_search(spec: SearchSpec, *, out: TextIO = sys.stdout,
             )
             _tuner(spec, ctx, datasets, searched, base, objective, plan, book, to_run,
                    folder).fit()
-        return _finish(spec, searched, base, book, tracker, objective, folder, started)
+        return _finish(spec, searched, base, book, tracker, objective, folder, started,
+                       baseline)
     finally:
         if started_ray:
             ray.shutdown()
@@ -208,7 +215,8 @@ def _tuner(spec, ctx, datasets, searched, base, objective, plan, book, num_sampl
     )
 
 
-def _finish(spec, searched, base, book, tracker, objective, folder, started) -> SearchResult:
+def _finish(spec, searched, base, book, tracker, objective, folder, started,
+            baseline=None) -> SearchResult:
     knobs = list(searched)
     table = trials_table(list(book.records.values()), knobs)
     best = None
@@ -224,10 +232,11 @@ def _finish(spec, searched, base, book, tracker, objective, folder, started) -> 
             {"name": spec.name, "data": spec.to_dict()["data"], "config": best_config,
              "objective": objective.formula,
              "metrics": {k: v for k, v in best_rec.metrics.items()}}, indent=2, default=float))
+    table = add_baseline_row(table, baseline, knobs)
     leaderboard_path = folder.leaderboard
     table.to_csv(leaderboard_path, index=False)
     pareto_path = folder.pareto_csv
-    front = table[table["pareto"]] if not table.empty else table
+    front = table[table["pareto"] == True] if not table.empty else table  # noqa: E712
     front.to_csv(pareto_path, index=False)
     on_front = set(front["trial_id"]) if not front.empty else set()
 
@@ -243,7 +252,12 @@ def _finish(spec, searched, base, book, tracker, objective, folder, started) -> 
                                          "pareto.png": plot_path.read_bytes()}
     if best_path:
         artifacts["best_config.json"] = best_path.read_text()
+    importance = knob_importance(table, knobs, objective)
+    artifacts.update(importance_artifacts(importance))
+    if baseline:
+        artifacts["baseline.json"] = json.dumps(baseline, indent=2, default=str)
     wall = time.time() - started
+    notes = importance_lines(importance) + headline(best, baseline, objective.baseline_s, wall)
     tracker.end_search(artifacts, tags, {"search_wall_s": wall,
                                          "trials": float(len(book.records))}
                        | ({"best_objective": float(best["objective"])} if best else {}))
@@ -256,4 +270,5 @@ def _finish(spec, searched, base, book, tracker, objective, folder, started) -> 
         tracking_uri=tracker.location,
         experiment_name=spec.name, parent_run_id=tracker.parent_run_id,
         objective_formula=objective.formula, wall_time_s=wall, knobs=knobs,
+        baseline=baseline, notes=notes,
     )

@@ -46,13 +46,23 @@ class SearchSpec:
     time_budget_s: float | None = None
     """Wall-clock budget of the whole search; running trials are stopped when it runs out."""
     objective: str = "weighted"
-    """'weighted' or 'time_to_target' (formulas in orchestrator/objective.py and the README)."""
+    """'weighted', 'time_to_target', 'pareto' or 'match_baseline' (formulas in
+    orchestrator/objective.py and the README)."""
     time_weight: float = 0.05
     """Weighted objective: accuracy lost per doubling of training time."""
     reference_time_s: float = 10.0
     """Weighted objective: the time at which the time penalty is zero."""
     target: float | None = None
     """time_to_target objective: the validation accuracy to reach."""
+    baseline: str | None = None
+    """A trial run first, outside `num_trials`, that every trial is compared with: 'seeds' (the
+    legacy loop with the seed write-ups' 'before' habits), 'base' (your `base` settings as you
+    run them today) or 'none'. Default: 'seeds' for built-in workloads, 'base' for your model."""
+    tolerance: float = 0.005
+    """match_baseline objective: accuracy that may be given up against the baseline's score."""
+    full_epochs: int | None = None
+    """Epochs of your real training: every time term is projected to it (warmup_s + steady
+    time per epoch x full_epochs); default: the trial's epochs."""
     seed: int = 0
     """Seeds the sampler and every trial."""
     early_stopping: bool = False
@@ -111,7 +121,10 @@ class SearchSpec:
                              f"(got {self.placement!r})")
         if self.objective not in OBJECTIVES:
             raise ValueError(f"objective must be one of {list(OBJECTIVES)} (got {self.objective!r})")
-        self.make_objective()  # validates weight / target
+        self.make_objective()  # validates weight / target / tolerance / full_epochs
+        from orchestrator.baseline import check_baseline
+
+        check_baseline(self)
         if self.grace_period < 1 or self.reduction_factor < 2:
             raise ValueError("grace_period must be >= 1 and reduction_factor >= 2 "
                              f"(got {self.grace_period}, {self.reduction_factor})")
@@ -154,7 +167,8 @@ class SearchSpec:
 
     def make_objective(self):
         return make_objective(self.objective, time_weight=self.time_weight,
-                              reference_time_s=self.reference_time_s, target=self.target)
+                              reference_time_s=self.reference_time_s, target=self.target,
+                              full_epochs=self.full_epochs, tolerance=self.tolerance)
 
     def resolved_tracking_uri(self) -> str:
         uri = self.tracking_uri or "sqlite:///mlflow.db"

@@ -13,6 +13,7 @@ from typing import Any
 PRECISIONS = ("fp32", "bf16-mixed", "fp16-mixed")
 SCHEDULES = ("onecycle", "cosine", "constant")
 LOOPS = ("optimized", "legacy")
+LR_SCALINGS = ("sqrt", "linear", "none")
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune")
 
 
@@ -35,7 +36,14 @@ class TrialConfig:
     batch_size: int = 128
     """Global batch size, split evenly across the data-parallel workers."""
     lr: float = 3e-3
-    """Peak learning rate of AdamW."""
+    """Peak learning rate of AdamW at `lr_reference_batch`; scaled to the trial's batch by
+    `lr_scaling` (trainables/loop/lr.py)."""
+    lr_scaling: str = "sqrt"
+    """How the lr follows the batch: 'sqrt' (lr * sqrt(batch/ref), AdamW's rule), 'linear' or
+    'none'. Without it a bigger batch makes fewer steps at the same lr and learns less per epoch."""
+    lr_reference_batch: int | None = None
+    """The global batch at which `lr` was tuned (lr is used as given there); None: the built-in
+    workload's (classifier 128, unet3d 2), and no scaling for a model of your own."""
     weight_decay: float = 1e-4
     """AdamW weight decay."""
     schedule: str = "onecycle"
@@ -96,6 +104,8 @@ class TrialConfig:
         need(self.epochs >= 1, f"epochs must be >= 1 (got {self.epochs})")
         need(self.batch_size >= 1, f"batch_size must be >= 1 (got {self.batch_size})")
         need(self.lr > 0, f"lr must be > 0 (got {self.lr})")
+        need(self.lr_reference_batch is None or self.lr_reference_batch >= 1,
+             "lr_reference_batch must be >= 1 or null (the workload's own)")
         need(self.workers >= 1, f"workers must be >= 1 (got {self.workers})")
         need(
             self.batch_size >= self.workers,
@@ -114,6 +124,7 @@ class TrialConfig:
             ("precision", self.precision, PRECISIONS),
             ("schedule", self.schedule, SCHEDULES),
             ("loop", self.loop, LOOPS),
+            ("lr_scaling", self.lr_scaling, LR_SCALINGS),
             ("compile_mode", self.compile_mode, COMPILE_MODES),
         ):
             need(value in allowed, f"{name} must be one of {list(allowed)} (got {value!r})")

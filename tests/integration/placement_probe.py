@@ -34,7 +34,7 @@ def run_one(placement: str, attempt: int, data: str, out: Path) -> dict:
     time.sleep(2)
     spec = SearchSpec(
         name=f"placement-{placement.lower()}-{attempt}", data=data, epochs=1, num_trials=1,
-        space={}, placement=placement, output_dir=str(out / "runs"),
+        space={}, placement=placement, output_dir=str(out / "runs"), baseline="none",
         tracking_uri=f"sqlite:///{out / 'mlflow.db'}",
         base={"batch_size": 16, "lr": 0.01, "patch_size": 12, "width": 0.25,
               "workers": 2},

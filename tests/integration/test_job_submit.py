@@ -130,7 +130,8 @@ def test_submitted_search_succeeds_and_records_mlflow_runs(ray_head, tmp_path):
 
     data = make_npz(tmp_path / "tiny.npz")
     spec = tmp_path / "tiny.yaml"  # one fixed config: nothing to sample
-    spec.write_text("space: {}\nbase: {width: 0.25, batch_size: 16, lr: 0.01, patch_size: 12}\n")
+    spec.write_text("space: {}\nbaseline: none\n"
+                    "base: {width: 0.25, batch_size: 16, lr: 0.01, patch_size: 12}\n")
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     job_id = f"it-job-{secrets.token_hex(4)}"
     submit = _ray(

@@ -33,7 +33,8 @@ def test_sigkilled_search_resumes_without_rerunning_or_duplicating(tmp_path):
 
     make_npz(tmp_path / "tiny.npz", n=960)
     # Relative paths: the resume below runs from another directory.
-    spec = {"name": "killme", "data": "tiny.npz", "num_trials": 3, "epochs": 4, "seed": 3,
+    spec = {"name": "killme", "baseline": "none", "data": "tiny.npz", "num_trials": 3,
+            "epochs": 4, "seed": 3,
             "space": {"width": [0.25, 0.5]}, "output_dir": "runs",
             "tracking_uri": "sqlite:///mlflow.db",
             "base": {"batch_size": 16, "patch_size": 12}}

@@ -21,7 +21,7 @@ def search(ray_session, tmp_path_factory):
     root = tmp_path_factory.mktemp("search")
     data = make_npz(root / "tiny.npz")
     spec = SearchSpec(
-        name="it-search", data=data, epochs=2, num_trials=2, seed=1,
+        name="it-search", data=data, baseline="none", epochs=2, num_trials=2, seed=1,
         space={"width": [0.25, 0.5], "workers": [1, 2]}, base=TINY_BASE,
         output_dir=str(root / "runs"), tracking_uri=f"sqlite:///{root / 'mlflow.db'}",
     )

@@ -18,6 +18,7 @@ BASE = {"batch_size": 16, "patch_size": 12, "sync_every": 2}
 
 def _spec(root, data, name, **options):
     return SearchSpec(name=name, data=data, output_dir=str(root / "runs"),
+                      baseline="none",  # these tests are about trials, not the baseline
                       tracking_uri=f"sqlite:///{root / 'mlflow.db'}", seed=0, **options)
 
 

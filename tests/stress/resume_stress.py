@@ -49,7 +49,7 @@ def _cli(*args, cwd: Path, **popen) -> subprocess.Popen:
 def one_round(root: Path, kill_after_s: float) -> dict[str, int]:
     make_npz(root / "tiny.npz", n=480)
     (root / "spec.yaml").write_text(
-        f"name: stress\ndata: tiny.npz\nnum_trials: {TRIALS}\nepochs: 2\nseed: 1\n"
+        f"name: stress\nbaseline: none\ndata: tiny.npz\nnum_trials: {TRIALS}\nepochs: 2\nseed: 1\n"
         "space: {width: [0.25, 0.5], batch_size: [16, 32]}\noutput_dir: runs\n"
         "tracking_uri: sqlite:///mlflow.db\nbase: {patch_size: 12}\n")
     folder = root / "runs" / "stress"

@@ -19,7 +19,7 @@ from torch import nn
 from trainables.config import TrialConfig
 from trainables.data.arrays import DataMeta
 from trainables.loop.io import LoopIO
-from trainables.loop.schedules import lr_multiplier
+from trainables.loop.lr import scaled_lr, schedule_multiplier
 from trainables.loop.state import LoopState, epoch_metrics
 from trainables.loop.switches import autocast, memory_format_for, sync
 from trainables.loop.tasks import make_task
@@ -159,11 +159,11 @@ class TrainStep:
     @classmethod
     def build(cls, cfg: TrialConfig, model: nn.Module, io: LoopIO, task,
               memory_format: torch.memory_format) -> TrainStep:
-        optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr,
+        optimizer = torch.optim.AdamW(model.parameters(), lr=scaled_lr(cfg),
                                       weight_decay=cfg.weight_decay)
         total_opt_steps = max(1, io.steps_per_epoch // cfg.accum_steps) * cfg.epochs
         scheduler = torch.optim.lr_scheduler.LambdaLR(
-            optimizer, lambda s: lr_multiplier(cfg.schedule, s, total_opt_steps))
+            optimizer, schedule_multiplier(cfg, total_opt_steps))
         # fp16 has a narrow exponent: scale the loss so small gradients do not flush to zero.
         scaler = torch.amp.GradScaler(io.device.type, enabled=cfg.precision == "fp16-mixed")
         # Seeded by trial seed and rank: each worker draws its own crop positions, reproducibly.

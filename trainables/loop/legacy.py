@@ -18,8 +18,9 @@ from tqdm import tqdm
 
 from trainables.config import TrialConfig
 from trainables.data.arrays import DataMeta
+from trainables.loop.fit import WARMUP_STEPS
 from trainables.loop.io import LoopIO
-from trainables.loop.schedules import lr_multiplier
+from trainables.loop.lr import scaled_lr, schedule_multiplier
 from trainables.loop.state import LoopState, epoch_metrics
 from trainables.loop.tasks import make_task
 from trainables.status import TrialStatus
@@ -65,7 +66,8 @@ def fit_legacy(cfg: TrialConfig, meta: DataMeta, io: LoopIO, x: torch.Tensor,
     model = io.wrap_model(raw_model)
     if "compile" in enable:
         model = torch.compile(model)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=scaled_lr(cfg),
+                                  weight_decay=cfg.weight_decay)
     if "in_memory" in enable:
         loader = _in_memory_batches(x, y, cfg.per_worker_batch, cfg.seed)
     else:
@@ -79,7 +81,7 @@ def fit_legacy(cfg: TrialConfig, meta: DataMeta, io: LoopIO, x: torch.Tensor,
         else contextlib.nullcontext
     total_steps = max(1, len(loader)) * cfg.epochs
     scheduler = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda step: lr_multiplier(cfg.schedule, step, total_steps))
+        optimizer, schedule_multiplier(cfg, total_steps))
     crop_gen = torch.Generator().manual_seed(cfg.seed * 1000 + 1)
 
     # No data-wait timer in the legacy loop: its DataLoader hides the wait (reported as NaN).
@@ -107,6 +109,13 @@ def fit_legacy(cfg: TrialConfig, meta: DataMeta, io: LoopIO, x: torch.Tensor,
                 loss_sum += loss.detach()
             st.samples += len(yb)
             st.opt_steps += 1
+            if st.opt_steps == WARMUP_STEPS:
+                # One-off costs (DataLoader worker start, first kernels), as the optimized loop
+                # measures them, so the full-run projection pays them once (issue 17.3).
+                if device.type == "cuda":
+                    torch.cuda.synchronize(device)
+                st.warmup_s = time.perf_counter() - t0 + st.train_time
+                st.warm_samples = st.samples
         if sync:
             pbar.close()
         if device.type == "cuda":

@@ -1,0 +1,74 @@
+"""Issue 17 end to end: a seeds baseline runs first, outside the trial count, and a
+match_baseline search ranks its trials against it (real Ray, Optuna, MLflow in SQLite)."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from mlflow.tracking import MlflowClient
+
+from orchestrator import SearchSpec, run_search
+from orchestrator.cli import print_summary
+
+pytestmark = pytest.mark.integration
+
+
+def test_seeds_baseline_then_match_baseline_search(ray_session, tmp_path):
+    from tests.conftest import make_npz
+
+    spec = SearchSpec(
+        name="it-headline", data=make_npz(tmp_path / "tiny.npz"), epochs=2, num_trials=3,
+        seed=2, space={"width": [0.25, 0.5], "precision": ["fp32", "bf16-mixed"]},
+        base={"batch_size": 16, "lr": 0.01, "patch_size": 12, "loader_workers": 0},
+        objective="match_baseline", tolerance=0.05, full_epochs=10,
+        output_dir=str(tmp_path / "runs"), tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
+    result = run_search(spec, out=io.StringIO())
+
+    # The baseline ran first, with the seeds' habits, and is not one of the 3 trials.
+    base = result.baseline
+    assert base["kind"] == "seeds" and base["status"] == "completed"
+    assert base["config"]["loop"] == "legacy" and base["config"]["batch_size"] == 32
+    saved = json.loads((Path(result.output_dir) / "baseline.json").read_text())
+    assert saved["val_score"] == pytest.approx(base["val_score"])
+    table = result.trials
+    assert (table["role"] == "baseline").sum() == 1 and (table["role"] == "trial").sum() == 3
+    assert table.iloc[0]["role"] == "trial"  # the best is a trial, never the baseline
+
+    # Every trial carries its projected full run and a speedup where it matched the baseline.
+    trials = table[table["role"] == "trial"]
+    assert trials["full_run_s"].gt(trials["train_time_s"]).all()  # 10 epochs, not 2
+    target = base["val_score"] - 0.05
+    for _, row in trials.iterrows():
+        reached = row["objective"] > -1e5
+        assert reached == (not math.isnan(row["speedup_vs_baseline"]))
+        if reached:
+            assert row["speedup_vs_baseline"] == pytest.approx(
+                base["train_time_s"] / -row["objective"])
+    ranked = trials["objective"].tolist()
+    assert ranked == sorted(ranked, reverse=True)
+    assert f"{base['val_score']:.4f} - 0.05" in result.objective_formula
+    assert "role" in pd.read_csv(result.leaderboard_path).columns
+
+    # The summary says how the best compares; MLflow marks the baseline's runs.
+    printed = io.StringIO()
+    print_summary(result, out=printed)
+    assert ("x faster than baseline" in printed.getvalue()) or \
+        ("did not reach the baseline" in printed.getvalue())
+    assert result.best["val_score"] >= target or "did not reach" in printed.getvalue()
+    client = MlflowClient(spec.tracking_uri)
+    exp = client.get_experiment_by_name("it-headline")
+    runs = client.search_runs([exp.experiment_id])
+    roles = sorted(r.data.tags.get("orchestrator.role") for r in runs)
+    assert roles.count("search") == 1 and roles.count("baseline") == 1
+    marked = [r for r in runs if r.data.tags.get("baseline") == "true"]
+    assert len(marked) == 1
+    assert marked[0].data.tags["mlflow.parentRunId"] == base["parent_run_id"]
+    trial_runs = [r for r in runs if r.data.tags.get("orchestrator.role") == "trial"
+                  and r.data.tags.get("baseline") != "true"]
+    assert len(trial_runs) == 3
+    assert all("final_full_run_s" in r.data.metrics for r in trial_runs)

@@ -68,6 +68,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--placement", choices=["PACK", "SPREAD"],
                    help="a trial's workers on as few nodes as possible (PACK, default) "
                         "or across nodes (SPREAD)")
+    s.add_argument("--rerun-duplicates", action="store_true", default=None,
+                   help="train a configuration again when the sampler repeats it (to measure "
+                        "noise); default: report its first result as `duplicate`")
     s.add_argument("--set", dest="base", action="append", type=_setting, default=[],
                    metavar="KEY=VALUE", help="fix a trial setting, e.g. --set lr=0.01")
 

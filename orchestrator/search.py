@@ -35,8 +35,7 @@ def prepare(spec: SearchSpec, data: ArrayData, total_cpus: int, total_gpus: int,
                              image_size=data.image_size, workload=spec.workload)
     searched, fixed = resolve_space(spec.space, probe_ctx)
     base = {**spec.trial_base(), **fixed}
-    workers = domain_values(searched["workers"]) if "workers" in searched else \
-        [base.get("workers", 1)]
+    workers = _workers(searched, base)
     plan = resources.plan(total_cpus, total_gpus, cpus_per_trial=spec.cpus_per_trial,
                           max_concurrent=spec.max_concurrent_trials, max_workers=max(workers),
                           worker_cpus=worker_cpus)
@@ -46,6 +45,13 @@ def prepare(spec: SearchSpec, data: ArrayData, total_cpus: int, total_gpus: int,
     check_space(searched, base, ctx)
     warm_start_points(spec.warm_start, searched, base)  # a bad point fails before any trial
     return searched, base, plan
+
+
+def _workers(searched: dict, base: dict) -> list[int]:
+    """Every worker count a trial of this search may have."""
+    if "workers" in searched:
+        return list(domain_values(searched["workers"]))
+    return [base.get("workers", 1)]
 
 
 def describe_space(searched: dict) -> dict[str, Any]:
@@ -84,7 +90,8 @@ def run_search(spec: SearchSpec, *, out: TextIO = sys.stdout,
     from ray.tune.schedulers import ASHAScheduler
 
     from trainables.data.pipeline import to_ray_datasets
-    from trainables.trial.trainable import TrialContext, run_trial, trial_resources
+    from trainables.trial.ledger import start_ledger
+    from trainables.trial.trainable import TrialContext, reuse_actors, run_trial, trial_resources
 
     started = time.time()
     objective = spec.make_objective()
@@ -135,6 +142,7 @@ def run_search(spec: SearchSpec, *, out: TextIO = sys.stdout,
             use_gpu=plan.use_gpu, storage_path=str(out_dir / "train"), objective=objective,
             always_use_worker_group=spec.always_use_worker_group,
             cpus_per_worker=plan.cpus_per_worker, placement=spec.placement,
+            ledger=None if spec.rerun_duplicates else start_ledger(),
         )
         trainable = tune.with_resources(
             tune.with_parameters(run_trial, ctx=ctx, datasets=datasets), trial_resources(ctx))
@@ -146,7 +154,8 @@ def run_search(spec: SearchSpec, *, out: TextIO = sys.stdout,
                 max_t=spec.epochs, grace_period=spec.grace_period,
                 reduction_factor=spec.reduction_factor)
         book = TrialBook(tracker, spec.num_trials, spec.epochs, out=out,
-                         journal=out_dir / JOURNAL_FILE)
+                         journal=out_dir / JOURNAL_FILE, ledger=ctx.ledger,
+                         seed=base.get("seed", spec.seed))
         callbacks = [book, JsonLoggerCallback()]  # result.json per trial, nothing heavier
         if resume:
             # Trials the journal says finished are not re-run, even if Tune's last saved state
@@ -175,9 +184,8 @@ def run_search(spec: SearchSpec, *, out: TextIO = sys.stdout,
                 num_samples=spec.num_trials,
                 max_concurrent_trials=plan.max_concurrent_trials,
                 time_budget_s=spec.time_budget_s,
-                # Reuse a finished trial's actor for the next in-process trial: torch, the
-                # model code and Ray Data are already imported there.
-                reuse_actors=True,
+                # Only where every trial trains in its own actor (see reuse_actors).
+                reuse_actors=reuse_actors(_workers(searched, base), spec.always_use_worker_group),
             ),
             run_config=tune.RunConfig(
                 name=spec.name, storage_path=str(out_dir.parent), verbose=0,
@@ -195,6 +203,10 @@ def run_search(spec: SearchSpec, *, out: TextIO = sys.stdout,
 
 
 def _finish(spec, searched, base, book, tracker, objective, out_dir, started) -> SearchResult:
+    # Tune's on_experiment_end settled every trial it created; this closes any record an
+    # interrupted driver left open, so no row says `running` after the search.
+    book.end_open_trials_as("pruned", "stopped by the search before its end")
+    print(book.summary(), file=book.out, flush=True)
     knobs = list(searched)
     table = trials_table(list(book.records.values()), knobs)
     best = None

@@ -80,6 +80,9 @@ class SearchSpec:
     placement: str = "PACK"
     """Where a trial's workers go on a multi-node cluster: 'PACK' (as few nodes as possible:
     fast collectives) or 'SPREAD' (across nodes: more memory bandwidth, survives one node)."""
+    rerun_duplicates: bool = False
+    """Train a configuration (knobs and seed) again when the sampler suggests it again, to
+    measure run-to-run noise. Off: the repeat reports the first run's result as `duplicate`."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not _NAME.match(self.name):
@@ -104,6 +107,9 @@ class SearchSpec:
             value = getattr(self, key)
             if value is not None and (not isinstance(value, int) or value < 1):
                 raise ValueError(f"{key} must be an integer >= 1 (got {value!r})")
+        if not isinstance(self.rerun_duplicates, bool):
+            raise ValueError(f"rerun_duplicates must be true or false (got "
+                             f"{self.rerun_duplicates!r})")
         if self.placement not in PLACEMENTS:
             raise ValueError(f"placement must be one of {list(PLACEMENTS)} "
                              f"(got {self.placement!r})")

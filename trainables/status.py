@@ -24,6 +24,9 @@ class TrialStatus(StrEnum):
     """The configuration cannot run here: out of memory, or no optimizer step fits its data."""
     FAILED = "failed"
     """An error that is not a property of the configuration (a crash, a lost worker)."""
+    DUPLICATE = "duplicate"
+    """Same knobs and seed as a trial already run in this search: reports that trial's recorded
+    result instead of training again (`rerun_duplicates` turns this off)."""
 
 
 # Trials that ran to a valid end: the leaderboard ranks them and the Pareto set is drawn from them.
@@ -41,6 +44,7 @@ MLFLOW_RUN_STATUS: dict[TrialStatus, str] = {
     TrialStatus.DIVERGED: "FAILED",
     TrialStatus.INFEASIBLE: "FAILED",
     TrialStatus.FAILED: "FAILED",
+    TrialStatus.DUPLICATE: "FINISHED",
 }
 
 

@@ -63,8 +63,9 @@ class SearchSpec:
     reduction_factor: int = 2
     """ASHA: keep the top 1/reduction_factor of trials at each rung."""
     warm_start: str | list | None = None
-    """Configs tried first (Optuna learns from them): a list of knob dicts, or 'seeds' for the
-    settings the seed write-ups recommend, limited to the searched knobs."""
+    """Configs tried first (Optuna learns from them): a list of knob dicts, or 'seeds' for two
+    known fast settings (bf16 with batch 64; bf16 with batch 128 at half width), limited to the
+    searched knobs."""
     cpus_per_trial: int | None = None
     """CPUs one trial's workers share; default: all CPUs of one machine (locally: all of them;
     on a cluster: one node's; with GPUs: the CPUs beside the trial's GPUs). Fair timing."""

@@ -18,6 +18,9 @@ from orchestrator.tracking import Tracker
 from trainables.status import TrialStatus
 from trainables.trial.ledger import RECORDED, ledger_key
 
+# Why a trial still running when the search ended is `pruned` (the time budget, or Ctrl-C).
+CUT_REASON = "stopped by the search (time budget or interrupt) before its end"
+
 # Metrics that describe one trial's own run, not its configuration: a duplicate gets its own.
 _OWN_RUN = ("trial_wall_s", "fixed_cost_s")
 
@@ -91,6 +94,8 @@ class TrialBook(Callback):
             for line in journal.read_text().splitlines():
                 if line.strip():
                     rec = TrialRecord(**json.loads(line))
+                    if rec.reason == CUT_REASON:
+                        rec.ended = None  # cut by the budget or Ctrl-C: a resume may run it on
                     self.records[rec.trial_id] = rec
         for rec in self.records.values():  # a resumed search's finished trials count as run
             if rec.ended is not None:
@@ -193,8 +198,7 @@ class TrialBook(Callback):
             if trial.status == "ERROR":
                 self._finish(trial, TrialStatus.FAILED.value, _error_reason(trial))
             else:
-                self._finish(trial, TrialStatus.PRUNED.value,
-                             "stopped by the search (time budget or interrupt) before its end")
+                self._finish(trial, TrialStatus.PRUNED.value, CUT_REASON)
 
     def end_open_trials_as(self, status: str, reason: str) -> None:
         """Close the records no Tune callback closed (the driver was interrupted)."""

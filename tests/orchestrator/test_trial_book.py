@@ -126,3 +126,17 @@ def test_journal_reloads_finished_trials_for_a_resume(tmp_path):
     again.on_trial_start(0, [], t)  # Tune restored it as unfinished: the record stands
     again.on_experiment_end([t])
     assert again.records["a"].status == "completed" and tracker.started == []
+
+
+def test_a_trial_cut_by_the_search_is_journaled_but_a_resume_may_run_it_on(tmp_path):
+    book, _ = _book(tmp_path)
+    cut = _trial("cut")
+    book.on_trial_start(0, [], cut)
+    book.on_trial_result(0, [], cut, _result(1))
+    book.on_experiment_end([cut])
+    lines = (tmp_path / "trials.jsonl").read_text().splitlines()
+    assert [json.loads(line)["status"] for line in lines] == ["pruned"]
+    again, _ = _book(tmp_path)
+    assert again.records["cut"].ended is None  # not counted as finished by a resume
+    again.on_trial_start(0, [], cut)
+    assert again.records["cut"].number == 1 and again.records["cut"].status == "running"

@@ -51,8 +51,8 @@ def test_failed_before_first_report_and_duplicate_are_rows(ray_session, tmp_path
     result = run_search(spec, out=out)
 
     table = result.trials
-    assert len(table) == 3, table
-    assert sorted(table["status"]) == ["completed", "duplicate", "failed"]
+    assert len(table) == 3, out.getvalue()
+    assert sorted(table["status"]) == ["completed", "duplicate", "failed"], out.getvalue()
     failed = table[table["status"] == "failed"].iloc[0]
     assert "cannot be built at width 1.0" in failed["reason"]
     done = table[table["status"] == "completed"].iloc[0]

@@ -33,7 +33,9 @@ def test_sigkilled_search_resumes_without_rerunning_or_duplicating(tmp_path):
     spec = {"name": "killme", "data": data, "num_trials": 3, "epochs": 4, "seed": 3,
             "space": {"width": [0.25, 0.5]}, "output_dir": str(tmp_path / "runs"),
             "tracking_uri": f"sqlite:///{tmp_path / 'mlflow.db'}",
-            "base": {"batch_size": 16, "patch_size": 12}}
+            "base": {"batch_size": 16, "patch_size": 12},
+            # Every trial trains (2 widths, 3 trials): this test is about resuming, not repeats.
+            "rerun_duplicates": True}
     (tmp_path / "spec.yaml").write_text(yaml.safe_dump(spec))
     search_dir = tmp_path / "runs" / "killme"
     journal = search_dir / "trials.jsonl"

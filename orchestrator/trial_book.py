@@ -125,6 +125,10 @@ class TrialBook(Callback):
         if self._done_before(trial):
             return
         old = self.records.get(trial.trial_id)
+        if old is not None and old.ended is None and old.status == TrialStatus.RUNNING:
+            # Tune retries a failed attempt (FailureConfig): the same trial, row and MLflow run.
+            self._print(f"{self._tag(old)} retry")
+            return
         number = old.number if old else len(self.records) + 1
         rec = TrialRecord(trial.trial_id, number, dict(trial.config), time.time())
         self.records[trial.trial_id] = rec

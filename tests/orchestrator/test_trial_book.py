@@ -140,3 +140,13 @@ def test_a_trial_cut_by_the_search_is_journaled_but_a_resume_may_run_it_on(tmp_p
     assert again.records["cut"].ended is None  # not counted as finished by a resume
     again.on_trial_start(0, [], cut)
     assert again.records["cut"].number == 1 and again.records["cut"].status == "running"
+
+
+def test_a_retried_attempt_is_the_same_trial():
+    book, tracker = _book()
+    t = _trial("r")
+    book.on_trial_start(0, [], t)
+    first_start = book.records["r"].started
+    book.on_trial_start(0, [], t)  # Tune's retry after a failed attempt
+    assert tracker.started == ["r"] and book.records["r"].started == first_start
+    assert "retry" in book.out.getvalue()

@@ -1,4 +1,4 @@
-"""Loop speedup and ablation: the seeds' speed techniques, measured side by side in one run.
+"""Loop speedup and ablation: common speed techniques, measured side by side in one run.
 
     python benchmarks/loop_speedup.py            # classifier, 3 epochs, 3 repeats
     python benchmarks/loop_speedup.py --quick    # 1 repeat, fewer samples

@@ -68,7 +68,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="ASHA early stopping (scalar objectives)")
     s.add_argument("--grace-period", type=int, help="ASHA: epochs before a trial may stop")
     s.add_argument("--reduction-factor", type=int, help="ASHA: keep the top 1/N per rung")
-    s.add_argument("--warm-start", help="'seeds' (the seed write-ups' settings) or a JSON list "
+    s.add_argument("--warm-start", help="'seeds' (bf16 + batch 64; bf16 + batch 128 at half width) "
+                                        "or a JSON list "
                                         "of knob mappings to try first")
     s.add_argument("--cpus-per-trial", type=int)
     s.add_argument("--max-concurrent", dest="max_concurrent_trials", type=int)
@@ -77,6 +78,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--placement", choices=["PACK", "SPREAD"],
                    help="a trial's workers on as few nodes as possible (PACK, default) "
                         "or across nodes (SPREAD)")
+    s.add_argument("--rerun-duplicates", action="store_true", default=None,
+                   help="train a configuration again when the sampler repeats it (to measure "
+                        "noise); default: report its first result as `duplicate`")
     s.add_argument("--set", dest="base", action="append", type=_setting, default=[],
                    metavar="KEY=VALUE", help="fix a trial setting, e.g. --set lr=0.01")
 

@@ -41,8 +41,7 @@ def prepare(spec: SearchSpec, data: ArrayData, total_cpus: int, total_gpus: int,
                              image_size=data.image_size, workload=spec.workload)
     searched, fixed = resolve_space(spec.space, probe_ctx)
     base = {**spec.trial_base(), **fixed}
-    workers = domain_values(searched["workers"]) if "workers" in searched else \
-        [base.get("workers", 1)]
+    workers = _workers(searched, base)
     plan = resources.plan(total_cpus, total_gpus, cpus_per_trial=spec.cpus_per_trial,
                           max_concurrent=spec.max_concurrent_trials, max_workers=max(workers),
                           worker_cpus=worker_cpus)
@@ -55,6 +54,13 @@ def prepare(spec: SearchSpec, data: ArrayData, total_cpus: int, total_gpus: int,
                                    note=lambda line: print(line, file=sys.stderr))
     warm_start_points(spec.warm_start, searched, base)  # a bad point fails before any trial
     return searched, base, plan
+
+
+def _workers(searched: dict, base: dict) -> list[int]:
+    """Every worker count a trial of this search may have."""
+    if "workers" in searched:
+        return list(domain_values(searched["workers"]))
+    return [base.get("workers", 1)]
 
 
 def describe_space(searched: dict) -> dict[str, Any]:
@@ -100,6 +106,7 @@ def run_search(spec: SearchSpec, *, out: TextIO = sys.stdout,
     import ray
 
     from trainables.data.pipeline import to_ray_datasets
+    from trainables.trial.ledger import start_ledger
     from trainables.trial.trainable import TrialContext
 
     started = time.time()
@@ -123,7 +130,8 @@ def run_search(spec: SearchSpec, *, out: TextIO = sys.stdout,
                                            artifact_root=spec.resolved_artifact_root(),
                                            fallback_dir=folder.root, outbox_file=folder.outbox)
         book = TrialBook(tracker, spec.num_trials, spec.epochs, out=out, journal=folder.journal,
-                         base=base)
+                         base=base, ledger=None if spec.rerun_duplicates else start_ledger(),
+                         seed=base.get("seed", spec.seed))
         to_run = max(0, spec.num_trials - len(book.records))
         print(f"search {spec.name!r}: {spec.num_trials} trials x {spec.epochs} epochs on "
               f"{data.describe()}", file=out)
@@ -159,6 +167,7 @@ def run_search(spec: SearchSpec, *, out: TextIO = sys.stdout,
                 use_gpu=plan.use_gpu, storage_path=str(folder.train_storage),
                 objective=objective, always_use_worker_group=spec.always_use_worker_group,
                 cpus_per_worker=plan.cpus_per_worker, placement=spec.placement,
+                ledger=book.ledger,
             )
             _tuner(spec, ctx, datasets, searched, base, objective, plan, book, to_run,
                    folder).fit()
@@ -174,7 +183,7 @@ def _tuner(spec, ctx, datasets, searched, base, objective, plan, book, num_sampl
     from ray.tune.logger import JsonLoggerCallback
     from ray.tune.schedulers import ASHAScheduler
 
-    from trainables.trial.trainable import run_trial, trial_resources
+    from trainables.trial.trainable import reuse_actors, run_trial, trial_resources
 
     trainable = tune.with_resources(
         tune.with_parameters(run_trial, ctx=ctx, datasets=datasets), trial_resources(ctx))
@@ -197,9 +206,8 @@ def _tuner(spec, ctx, datasets, searched, base, objective, plan, book, num_sampl
             num_samples=num_samples,
             max_concurrent_trials=plan.max_concurrent_trials,
             time_budget_s=spec.time_budget_s,
-            # Reuse a finished trial's actor for the next in-process trial: torch, the
-            # model code and Ray Data are already imported there.
-            reuse_actors=True,
+            # Only where every trial trains in its own actor (see reuse_actors).
+            reuse_actors=reuse_actors(_workers(searched, base), spec.always_use_worker_group),
         ),
         run_config=tune.RunConfig(
             name=spec.name, storage_path=str(folder.root.parent), verbose=0,
@@ -217,6 +225,10 @@ def _tuner(spec, ctx, datasets, searched, base, objective, plan, book, num_sampl
 
 def _finish(spec, searched, base, book, tracker, objective, folder, started,
             baseline=None) -> SearchResult:
+    # Tune's on_experiment_end settled every trial it created; this closes any record an
+    # interrupted driver left open, so no row says `running` after the search.
+    book.end_open_trials_as("pruned", "stopped by the search before its end")
+    print(book.summary(), file=book.out, flush=True)
     knobs = list(searched)
     table = trials_table(list(book.records.values()), knobs)
     best = None

@@ -73,8 +73,9 @@ class SearchSpec:
     reduction_factor: int = 2
     """ASHA: keep the top 1/reduction_factor of trials at each rung."""
     warm_start: str | list | None = None
-    """Configs tried first (Optuna learns from them): a list of knob dicts, or 'seeds' for the
-    settings the seed write-ups recommend, limited to the searched knobs."""
+    """Configs tried first (Optuna learns from them): a list of knob dicts, or 'seeds' for two
+    known fast settings (bf16 with batch 64; bf16 with batch 128 at half width), limited to the
+    searched knobs."""
     cpus_per_trial: int | None = None
     """CPUs one trial's workers share; default: all CPUs of one machine (locally: all of them;
     on a cluster: one node's; with GPUs: the CPUs beside the trial's GPUs). Fair timing."""
@@ -90,6 +91,9 @@ class SearchSpec:
     placement: str = "PACK"
     """Where a trial's workers go on a multi-node cluster: 'PACK' (as few nodes as possible:
     fast collectives) or 'SPREAD' (across nodes: more memory bandwidth, survives one node)."""
+    rerun_duplicates: bool = False
+    """Train a configuration (knobs and seed) again when the sampler suggests it again, to
+    measure run-to-run noise. Off: the repeat reports the first run's result as `duplicate`."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not _NAME.match(self.name):
@@ -116,6 +120,9 @@ class SearchSpec:
             value = getattr(self, key)
             if value is not None and (not isinstance(value, int) or value < 1):
                 raise ValueError(f"{key} must be an integer >= 1 (got {value!r})")
+        if not isinstance(self.rerun_duplicates, bool):
+            raise ValueError(f"rerun_duplicates must be true or false (got "
+                             f"{self.rerun_duplicates!r})")
         if self.placement not in PLACEMENTS:
             raise ValueError(f"placement must be one of {list(PLACEMENTS)} "
                              f"(got {self.placement!r})")

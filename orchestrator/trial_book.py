@@ -17,8 +17,16 @@ from orchestrator import jsonl
 from orchestrator.tracking import Tracker
 from trainables.config import TrialConfig
 from trainables.status import TrialStatus
+from trainables.trial.ledger import RECORDED, ledger_key
 
 DISCARDED = TrialStatus.DISCARDED
+# Why a trial still running when the search ended is `pruned` (the time budget, or Ctrl-C).
+CUT_REASON = "stopped by the search (time budget or interrupt) before its end"
+# Ends that mean a stopped driver cut the trial short: a resume runs a new trial in its place.
+_CUT_SHORT = {"interrupted"}
+
+# Metrics that describe one trial's own run, not its configuration: a duplicate gets its own.
+_OWN_RUN = ("trial_wall_s", "fixed_cost_s")
 
 # Metrics a trial reports that are not numbers to plot, or are Tune's own bookkeeping.
 _NOT_METRICS = {
@@ -69,6 +77,9 @@ def read_journal(path: Path | None) -> tuple[dict[str, TrialRecord], list[str]]:
     last: dict[str, TrialRecord] = {}
     for line in jsonl.read(path) if path is not None else []:
         last[line["trial_id"]] = TrialRecord(**line)
+    for rec in last.values():
+        if rec.reason == CUT_REASON or rec.status in _CUT_SHORT:
+            rec.ended = None  # cut by Ctrl-C (or the budget): a resume runs a new trial instead
     finished = {tid: r for tid, r in last.items() if r.ended is not None and r.status != DISCARDED}
     cut_short = [tid for tid, r in last.items() if r.ended is None]
     return finished, cut_short
@@ -85,17 +96,24 @@ def _error_reason(trial) -> str:
 
 class TrialBook(Callback):
     """`journal`: a JSON-lines file that gets a line when a trial starts and one when it ends, so
-    a resumed search knows the trials it does not run again and those a kill cut short."""
+    a resumed search knows the trials it does not run again and those a kill cut short.
+    `ledger`: the search's Ledger actor, told each finished trial's result (`seed`: the base
+    seed, part of its key)."""
 
     def __init__(self, tracker: Tracker, num_trials: int, epochs: int, out: TextIO = sys.stdout,
-                 journal: Path | None = None, base: dict | None = None):
+                 journal: Path | None = None, base: dict | None = None, ledger: Any = None,
+                 seed: int = 0):
         self.tracker = tracker
+        self.ledger = ledger
+        self.seed = seed
         self.num_trials = num_trials
         self.epochs = epochs
         self.out = out
         self.journal = journal
         self.base = base or {}  # the fixed settings: with a trial's knobs, its whole config
         self.records, self.cut_short = read_journal(journal)
+        for rec in self.records.values():  # a resumed search's finished trials count as run
+            self._tell_ledger(rec)
 
     def discard_cut_short(self) -> None:
         """Settle the trials a dead driver left half-run: journal them as discarded and delete
@@ -115,10 +133,11 @@ class TrialBook(Callback):
     def __getstate__(self):
         # Tune pickles its callbacks with the experiment state; a stream (pytest's capture, a
         # file) cannot be pickled and is not state.
-        return {k: v for k, v in self.__dict__.items() if k != "out"}
+        # Nor is the ledger: its actor lives as long as the driver that started it.
+        return {k: v for k, v in self.__dict__.items() if k not in ("out", "ledger")}
 
     def __setstate__(self, state):
-        self.__dict__.update(state, out=sys.stdout)
+        self.__dict__.update(state, out=sys.stdout, ledger=None)
 
     def _print(self, line: str) -> None:
         print(line, file=self.out, flush=True)
@@ -143,6 +162,10 @@ class TrialBook(Callback):
         if self._done_before(trial):
             return
         old = self.records.get(trial.trial_id)
+        if old is not None and old.ended is None and old.status == TrialStatus.RUNNING:
+            # Tune retries a failed attempt (FailureConfig): the same trial, row and MLflow run.
+            self._print(f"{self._tag(old)} retry")
+            return
         number = old.number if old else len(self.records) + 1
         rec = TrialRecord(trial.trial_id, number, dict(trial.config), time.time())
         self.records[trial.trial_id] = rec
@@ -176,12 +199,16 @@ class TrialBook(Callback):
             self.on_trial_start(0, [], trial)
             rec = self.records[trial.trial_id]
         rec.ended, rec.status, rec.reason = time.time(), status, reason
-        if rec.fixed_cost_s is not None:
+        if status == TrialStatus.DUPLICATE:  # its timings are the first trial's
+            for key in _OWN_RUN:
+                rec.metrics.pop(key, None)
+        elif rec.fixed_cost_s is not None:
             rec.metrics["trial_wall_s"] = rec.wall_s
             rec.metrics["fixed_cost_s"] = rec.fixed_cost_s
         detail = f" ({reason})" if reason else ""
         self._print(f"{self._tag(rec)} {status} after {rec.wall_s:.1f}s wall{detail}")
         self.tracker.end_trial(rec.trial_id, status, rec.metrics, reason)
+        self._tell_ledger(rec)
         self._write(rec)
 
     def on_trial_complete(self, iteration, trials, trial, **info):
@@ -200,3 +227,49 @@ class TrialBook(Callback):
         # Out of memory in a multi-worker trial surfaces as a worker-group error.
         infeasible = any(s in reason for s in ("OutOfMemoryError", "out of memory"))
         self._finish(trial, "infeasible" if infeasible else "failed", reason)
+
+    def on_experiment_end(self, trials, **info):
+        """Settle every trial Tune created: one that errored before any callback saw it ends
+        `failed` with Ray's reason; one cut by the time budget or Ctrl-C ends `pruned` with
+        its last reported metrics. No record stays `running`."""
+        for trial in trials:
+            rec = self.records.get(trial.trial_id)
+            if rec is not None and rec.ended is not None:
+                continue
+            if trial.status == "ERROR":
+                self._finish(trial, TrialStatus.FAILED.value, _error_reason(trial))
+            else:
+                self._finish(trial, TrialStatus.PRUNED.value, CUT_REASON)
+
+    def end_open_trials_as(self, status: str, reason: str) -> None:
+        """Close the records no Tune callback closed (the driver was interrupted)."""
+        for rec in self.records.values():
+            if rec.ended is None:
+                rec.ended, rec.status, rec.reason = time.time(), status, reason
+                self.tracker.end_trial(rec.trial_id, status, rec.metrics, reason)
+                self._write(rec)
+
+    def summary(self) -> str:
+        """'8 trials: 6 completed, 1 infeasible, 1 failed' (most common status first)."""
+        counts: dict[str, int] = {}
+        for rec in self.records.values():
+            counts[rec.status] = counts.get(rec.status, 0) + 1
+        parts = ", ".join(f"{n} {status}" for status, n in
+                          sorted(counts.items(), key=lambda item: (-item[1], item[0])))
+        total = len(self.records)
+        return f"{total} trial{'s' if total != 1 else ''}" + (f": {parts}" if parts else "")
+
+    def _tell_ledger(self, rec: TrialRecord) -> None:
+        if self.ledger is None or rec.status == TrialStatus.DUPLICATE:
+            return
+        import ray
+
+        key = ledger_key(rec.knobs, self.seed)
+        if rec.status in RECORDED:
+            result = {"trial_id": rec.trial_id, "number": rec.number, "status": rec.status,
+                      "epochs": rec.epochs,
+                      "metrics": {k: v for k, v in rec.metrics.items() if k not in _OWN_RUN}}
+            # Waited on: the next trial may ask for this key as soon as this callback returns.
+            ray.get(self.ledger.record.remote(key, result), timeout=30)
+        else:
+            ray.get(self.ledger.release.remote(key, rec.trial_id), timeout=30)

@@ -1,4 +1,4 @@
-"""The default space: the knobs the seeds argue about, bounded by what this machine can run.
+"""The default space: the speed knobs (precision, batch size, width, compile, memory format, ...), bounded by what this machine can run.
 
 A space is a compute-free function SpaceContext -> {knob: Ray Tune domain}; knobs it leaves out
 take their value from the search's fixed settings.

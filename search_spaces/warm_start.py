@@ -1,9 +1,9 @@
 """Warm-start points: known configs a search tries first, so the sampler starts from them.
 
-`SEED_SETTINGS` are the settings the seed write-ups recommend (../shared/seeds): mixed
-precision, batch 64-128 (seed 002), halved filters (seed 003). A point only names the knobs it
-cares about; the others are filled from the fixed settings (or the domain's first value), since
-every point must give every searched knob.
+`SEED_SETTINGS` (`warm_start: seeds`) are two commonly recommended fast settings: bf16 mixed
+precision with batch 64 at full width, and bf16 with batch 128 and every layer's channels
+halved. A point only names the knobs it cares about; the others are filled from the fixed
+settings (or the domain's first value), since every point must give every searched knob.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from typing import Any
 from ray.tune.search.sample import Categorical, Domain, Float, Integer
 
 SEED_SETTINGS: list[dict[str, Any]] = [
-    {"precision": "bf16-mixed", "batch_size": 64, "width": 1.0},  # seed 002 (AMP, batch 64)
-    {"precision": "bf16-mixed", "batch_size": 128, "width": 0.5},  # seed 003 (bf16, filters/2)
+    {"precision": "bf16-mixed", "batch_size": 64, "width": 1.0},  # mixed precision, batch 64
+    {"precision": "bf16-mixed", "batch_size": 128, "width": 0.5},  # channels halved
 ]
 
 
@@ -42,7 +42,7 @@ def warm_start_points(warm_start: str | list | None, searched: dict[str, Domain]
     if not warm_start or not searched:
         return []
     if warm_start == "seeds":
-        # The seeds' settings, reduced to the searched knobs and to values the space offers.
+        # The known settings, reduced to the searched knobs and to values the space offers.
         raw = [{k: v for k, v in p.items() if k in searched and _contains(searched[k], v)}
                for p in SEED_SETTINGS]
     else:

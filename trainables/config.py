@@ -24,7 +24,7 @@ class TrialConfig:
     """Model family from `trainables.models.MODELS`, or a builder of your own as 'module:function'
     (imported where the workers run)."""
     width: float = 1.0
-    """Channel multiplier of the model: 0.5 halves every layer's channels (seed 003's 'filters halved')."""
+    """Channel multiplier of the model: 0.5 halves every layer's channels."""
     patch_size: int = 24
     """Side of the random square (2D) or cubic (3D) crop that the model trains on."""
     epochs: int = 3
@@ -47,7 +47,8 @@ class TrialConfig:
     weight_decay: float = 1e-4
     """AdamW weight decay."""
     schedule: str = "onecycle"
-    """Learning-rate schedule: 'onecycle' (seed 004), 'cosine' or 'constant'. A pure function of step."""
+    """Learning-rate schedule: 'onecycle' (warm-up, then cosine decay), 'cosine' or 'constant'.
+    A pure function of step."""
     accum_steps: int = 1
     """Gradient accumulation: optimizer steps once every N micro-batches (same samples, fewer steps)."""
     grad_clip: float | None = None
@@ -59,7 +60,7 @@ class TrialConfig:
     prefetch_batches: int = 2
     """Batches the Ray Data iterator prepares ahead of the loop (its background thread)."""
     loader_workers: int = 2
-    """Legacy loop only: DataLoader worker processes (the seeds' num_workers)."""
+    """Legacy loop only: DataLoader worker processes (a torch DataLoader's num_workers)."""
     cache_shard: bool = True
     """Read this worker's Ray Data shard once into tensors and serve every epoch by seeded randperm
     indexing (about raw in-memory speed); False streams every epoch through `iter_torch_batches`
@@ -67,7 +68,7 @@ class TrialConfig:
 
     # ---- speed switches -------------------------------------------------------------------------
     loop: str = "optimized"
-    """'optimized' (every switch below) or 'legacy', the seeds' 'before' loop, for baselines."""
+    """'optimized' (every switch below) or 'legacy', a plain PyTorch loop, for baselines."""
     precision: str = "fp32"
     """'fp32', 'bf16-mixed' (autocast to bf16) or 'fp16-mixed' (autocast to fp16 + GradScaler)."""
     compile: bool = False

@@ -28,6 +28,9 @@ class TrialStatus(StrEnum):
     DISCARDED = "discarded"
     """Cut short by the death of the search's driver: a resume runs a new trial in its place and
     deletes its partial MLflow run. Never in the leaderboard."""
+    DUPLICATE = "duplicate"
+    """Same knobs and seed as a trial already run in this search: reports that trial's recorded
+    result instead of training again (`rerun_duplicates` turns this off)."""
 
 
 # Trials that ran to a valid end: the leaderboard ranks them and the Pareto set is drawn from them.
@@ -50,6 +53,7 @@ MLFLOW_RUN_STATUS: dict[TrialStatus, str] = {
     TrialStatus.INFEASIBLE: "FAILED",
     TrialStatus.FAILED: "FAILED",
     TrialStatus.DISCARDED: "KILLED",
+    TrialStatus.DUPLICATE: "FINISHED",
 }
 
 

@@ -163,3 +163,38 @@ def test_submitted_search_succeeds_and_records_mlflow_runs(ray_head, tmp_path):
     assert {"leaderboard.csv", "spec.yaml"} <= \
         {a.path for a in client.list_artifacts(parents[0].info.run_id)}
     assert parents[0].info.artifact_uri.startswith((tmp_path / "mlartifacts").as_uri())
+
+
+def test_submitted_consecutive_worker_group_trials_all_reach_the_leaderboard(ray_head, tmp_path):
+    """Trials of 2 workers, one after another on one joined head: each is a row and an MLflow
+    run (a reused trial actor used to race the previous trial's worker-group teardown)."""
+    import pandas as pd
+
+    from tests.conftest import make_npz
+
+    data = make_npz(tmp_path / "tiny.npz")
+    spec = tmp_path / "two-workers.yaml"
+    lrs = [0.005, 0.01, 0.02]
+    spec.write_text(f"space: {{lr: {lrs}}}\n"
+                    "base: {workers: 2, width: 0.25, batch_size: 16, patch_size: 12}\n"
+                    f"warm_start: {[{'lr': lr} for lr in lrs]}\n")
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    job_id = f"it-wg-{secrets.token_hex(4)}"
+    submit = _ray(
+        ["job", "submit", "--address", ray_head["url"], "--submission-id", job_id,
+         "--working-dir", ".", "--",
+         "python", "-m", "orchestrator", "search", "--spec", str(spec), "--name", "it-wg",
+         "--data", data, "--trials", "3", "--epochs", "1", "--tracking-uri", uri,
+         "--output-dir", str(tmp_path / "runs")],
+        ray_head["env"], timeout=420,
+    )
+    log = (submit.stdout + submit.stderr)[-6000:]
+    assert submit.returncode == 0, log
+    assert "3 trials: 3 completed" in submit.stdout, log
+    board = pd.read_csv(tmp_path / "runs" / "it-wg" / "leaderboard.csv")
+    assert sorted(board["lr"]) == lrs and set(board["status"]) == {"completed"}, log
+    client = MlflowClient(uri)
+    exp = client.get_experiment_by_name("it-wg")
+    children = [r for r in client.search_runs([exp.experiment_id])
+                if r.data.tags.get("mlflow.parentRunId")]
+    assert sorted(r.data.tags["status"] for r in children) == ["completed"] * 3

@@ -37,7 +37,9 @@ def test_sigkilled_search_resumes_without_rerunning_or_duplicating(tmp_path):
             "epochs": 4, "seed": 3,
             "space": {"width": [0.25, 0.5]}, "output_dir": "runs",
             "tracking_uri": "sqlite:///mlflow.db",
-            "base": {"batch_size": 16, "patch_size": 12}}
+            "base": {"batch_size": 16, "patch_size": 12},
+            # Every trial trains (2 widths, 3 trials): this test is about resuming, not repeats.
+            "rerun_duplicates": True}
     (tmp_path / "spec.yaml").write_text(yaml.safe_dump(spec))
     search_dir = tmp_path / "runs" / "killme"
     journal = search_dir / "trials.jsonl"

@@ -106,3 +106,14 @@ def test_cli_placement_flag_reaches_the_spec():
     args = build_parser().parse_args(["search", "--placement", "SPREAD"])
     assert spec_from_args(args).placement == "SPREAD"
     assert SearchSpec().placement == "PACK"
+
+
+def test_rerun_duplicates_flag_reaches_the_spec_and_is_validated():
+    from orchestrator.cli import build_parser, spec_from_args
+    from orchestrator.spec import SearchSpec
+
+    parser = build_parser()
+    assert spec_from_args(parser.parse_args(["search"])).rerun_duplicates is False
+    assert spec_from_args(parser.parse_args(["search", "--rerun-duplicates"])).rerun_duplicates
+    with pytest.raises(ValueError, match="rerun_duplicates must be true or false"):
+        SearchSpec(rerun_duplicates="yes")

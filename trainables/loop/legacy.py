@@ -1,9 +1,9 @@
-"""The legacy 'before' loop, as the seeds describe it, kept so every speedup has a baseline.
+"""The legacy 'before' loop, a plain PyTorch loop with common habits, kept so every speedup has a baseline.
 
-Same model, data, optimizer and schedule as `fit`, but with the habits the seeds removed:
-fp32 only, a torch DataLoader with worker processes over in-memory data (seed 000/002), blocking
+Same model, data, optimizer and schedule as `fit`, but with the habits the optimized loop removes:
+fp32 only, a torch DataLoader with worker processes over in-memory data, blocking
 host-to-device copies, `zero_grad()` writing zeros, a per-batch tqdm progress bar, and two
-`.item()` host syncs per batch (seed 001). Do not "fix" anything here: it is the control group.
+`.item()` host syncs per batch. Do not "fix" anything here: it is the control group.
 """
 
 from __future__ import annotations

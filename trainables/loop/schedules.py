@@ -9,7 +9,7 @@ def lr_multiplier(schedule: str, step: int, total_steps: int, warmup_frac: float
     """The multiplier of the peak lr at `step` (0-based) of `total_steps` optimizer steps.
 
     onecycle: linear warm-up from 1/25 to 1 over the first quarter, then cosine down to ~0
-    (OneCycleLR's shape, seed 004); cosine: cosine from 1 to 0; constant: 1.
+    (OneCycleLR's shape); cosine: cosine from 1 to 0; constant: 1.
     """
     if schedule == "constant" or total_steps <= 1:
         return 1.0

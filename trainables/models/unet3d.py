@@ -1,6 +1,6 @@
-"""A small 3D UNet for volume segmentation (seed 003: MONAI UNet on Lucchi mitochondria).
+"""A small 3D UNet for volume segmentation (a MONAI-style UNet, as used for mitochondria in EM volumes).
 
-Base filter count = round(8 * width): width 0.5 is seed 003's 'filters halved'. Two poolings, so
+Base filter count = round(8 * width): width 0.5 halves every layer's filters. Two poolings, so
 patch sides must be multiples of 4.
 """
 

@@ -44,6 +44,9 @@ class TrialContext:
     placement: str = "PACK"
     """Ray placement strategy of a trial's workers: 'PACK' (as few nodes as possible) or
     'SPREAD' (one per node where it can)."""
+    ledger: Any = None
+    """The search's Ledger actor (trainables/trial/ledger.py): a configuration already run
+    reports its recorded result instead of training; None trains every trial."""
 
 
 def trial_config(ctx: TrialContext, sampled: dict[str, Any]) -> TrialConfig:
@@ -52,6 +55,14 @@ def trial_config(ctx: TrialContext, sampled: dict[str, Any]) -> TrialConfig:
 
 def in_process(ctx: TrialContext, cfg: TrialConfig) -> bool:
     return cfg.workers == 1 and not ctx.always_use_worker_group
+
+
+def reuse_actors(workers: list[int], always_use_worker_group: bool) -> bool:
+    """Reuse a finished trial's actor only when every trial trains in it (one worker): torch,
+    the model code and Ray Data are then already imported there. A worker-group trial's actor
+    holds a token resource and imports nothing heavy, so reuse buys nothing, and it races the
+    previous trial's worker-group teardown."""
+    return max(workers) == 1 and not always_use_worker_group
 
 
 def trial_resources(ctx: TrialContext) -> Callable[[dict], Any]:
@@ -87,6 +98,11 @@ def _objective_report(objective: Callable[[dict], dict] | None):
         def after_report(self, run_context, metrics, checkpoint):
             if objective is not None:
                 metrics = [objective(m, self._state) for m in metrics]
+            # `done` stays behind: Tune would end the trial on it while TorchTrainer.fit still
+            # tears its worker group down, and a reused actor's reset_config then times out
+            # (the cause of trials lost with "Trials did not complete"). The trial ends when
+            # run_trial returns, after the teardown.
+            metrics = [{k: v for k, v in m.items() if k != "done"} for m in metrics]
             super().after_report(run_context, metrics, checkpoint)
 
     return ObjectiveReport()
@@ -102,6 +118,14 @@ def run_trial(sampled: dict[str, Any], ctx: TrialContext, datasets: dict) -> Non
     import ray.tune
 
     cfg = trial_config(ctx, sampled)
+    if ctx.ledger is not None:
+        from trainables.trial.ledger import duplicate_report, ledger_key, recorded_result
+
+        trial_id = ray.tune.get_context().get_trial_id()
+        recorded = recorded_result(ctx.ledger, ledger_key(sampled, cfg.seed), trial_id)
+        if recorded is not None:
+            ray.tune.report(duplicate_report(recorded))
+            return
     cpus_per_worker = ctx.cpus_per_worker or ctx.cpus_per_trial / cfg.workers
     plan = TrialPlan(cfg=cfg, meta=ctx.meta, n_train=ctx.n_train,
                      threads=max(1, int(cpus_per_worker)), model_builder=ctx.model_builder)

@@ -158,7 +158,7 @@ def run(plan: TrialPlan, session: Session) -> dict:
 def _fit(cfg: TrialConfig, meta: DataMeta, io: LoopIO, session: Session) -> dict:
     if cfg.loop == "legacy":
         # The legacy loop reads this worker's shard into tensors and serves it through a
-        # DataLoader with worker processes, as the seeds' "before" code did.
+        # DataLoader with worker processes, as a plain PyTorch "before" loop does.
         parts = list(iter_batches(session.train, batch_size=1024, prefetch_batches=0,
                                   device=torch.device("cpu"), pin_memory=False, drop_last=False))
         x = torch.cat([p[0] for p in parts])

@@ -1,0 +1,152 @@
+"""The trial book without Ray: every trial Tune hands it ends in exactly one row with a true
+status. Tune's trials are stood in for by objects with the attributes the book reads."""
+
+from __future__ import annotations
+
+import io
+import json
+from types import SimpleNamespace
+
+from orchestrator.trial_book import TrialBook
+from orchestrator.tracking import NullTracker
+
+
+class RecordingTracker(NullTracker):
+    """The null tracker, keeping what it was told."""
+
+    def __init__(self):
+        self.started: list[str] = []
+        self.ended: dict[str, tuple[str, dict, str | None]] = {}
+
+    def start_trial(self, trial_id, params, config=None):
+        self.started.append(trial_id)
+
+    def end_trial(self, trial_id, status, metrics, reason=None):
+        self.ended[trial_id] = (status, dict(metrics), reason)
+
+
+def _trial(tid, status="RUNNING", error_file=None, error_msg=None, **config):
+    return SimpleNamespace(trial_id=tid, config=config or {"lr": 0.1}, status=status,
+                           error_file=error_file, error_msg=error_msg)
+
+
+def _result(epoch, status="running", **metrics):
+    return {"epoch": epoch, "status": status, "val_score": 0.5, "train_time_s": 1.0,
+            "objective": 0.4, **metrics}
+
+
+def _book(tmp_path=None):
+    tracker = RecordingTracker()
+    journal = tmp_path / "trials.jsonl" if tmp_path else None
+    return TrialBook(tracker, num_trials=4, epochs=3, out=io.StringIO(), journal=journal), tracker
+
+
+def test_completed_trial_is_one_row_with_its_metrics(tmp_path):
+    book, tracker = _book(tmp_path)
+    t = _trial("a")
+    book.on_trial_start(0, [], t)
+    book.on_trial_result(0, [], t, _result(3, status="completed"))
+    book.on_trial_complete(0, [], t)
+    book.on_experiment_end([t])
+    rec = book.records["a"]
+    assert (rec.status, rec.epochs, rec.metrics["val_score"]) == ("completed", 3, 0.5)
+    assert tracker.ended["a"][0] == "completed"
+    lines = (tmp_path / "trials.jsonl").read_text().splitlines()
+    # A line when it starts, one when it ends.
+    assert [json.loads(line)["status"] for line in lines] == ["running", "completed"]
+
+
+def test_error_before_first_report_gets_a_failed_row_with_rays_reason(tmp_path):
+    book, tracker = _book(tmp_path)
+    error = tmp_path / "error.txt"
+    error.write_text("Traceback (most recent call last):\n  ...\nRuntimeError: no model\n")
+    t = _trial("b", status="ERROR", error_file=str(error))
+    book.on_trial_error(0, [], t)  # Tune never called on_trial_start for it
+    rec = book.records["b"]
+    assert (rec.status, rec.reason) == ("failed", "RuntimeError: no model")
+    assert tracker.started == ["b"] and tracker.ended["b"][0] == "failed"
+
+
+def test_experiment_end_settles_trials_no_callback_closed():
+    book, tracker = _book()
+    cut = _trial("cut")  # running when the time budget ran out: Tune stops it silently
+    book.on_trial_start(0, [], cut)
+    book.on_trial_result(0, [], cut, _result(1))
+    never_seen = _trial("lost", status="ERROR", error_msg="actor could not be reused")
+    book.on_experiment_end([cut, never_seen])
+    assert book.records["cut"].status == "pruned"
+    assert book.records["cut"].metrics["val_score"] == 0.5  # its last report stays
+    assert book.records["lost"].status == "failed"
+    assert book.records["lost"].reason == "actor could not be reused"
+    assert {tid: e[0] for tid, e in tracker.ended.items()} == {"cut": "pruned", "lost": "failed"}
+    assert not [r for r in book.records.values() if r.status == "running"]
+
+
+def test_end_open_trials_as_closes_only_open_records():
+    book, tracker = _book()
+    done, open_ = _trial("done"), _trial("open")
+    for t in (done, open_):
+        book.on_trial_start(0, [], t)
+    book.on_trial_result(0, [], done, _result(3, status="completed"))
+    book.on_trial_complete(0, [], done)
+    book.end_open_trials_as("pruned", "interrupted")
+    assert book.records["done"].status == "completed"
+    assert (book.records["open"].status, book.records["open"].reason) == ("pruned", "interrupted")
+    assert book.records["open"].ended is not None
+
+
+def test_scheduler_stop_while_running_is_pruned():
+    book, _ = _book()
+    t = _trial("asha")
+    book.on_trial_start(0, [], t)
+    book.on_trial_result(0, [], t, _result(1))
+    book.on_trial_complete(0, [], t)
+    assert book.records["asha"].status == "pruned"
+
+
+def test_summary_counts_trials_by_status():
+    book, _ = _book()
+    for tid, status in [("a", "completed"), ("b", "completed"), ("c", "infeasible")]:
+        t = _trial(tid)
+        book.on_trial_start(0, [], t)
+        book.on_trial_result(0, [], t, _result(3, status=status))
+        book.on_trial_complete(0, [], t)
+    book.on_trial_error(0, [], _trial("d", status="ERROR", error_msg="boom"))
+    assert book.summary() == "4 trials: 2 completed, 1 failed, 1 infeasible"
+    assert _book()[0].summary() == "0 trials"
+
+
+def test_journal_reloads_finished_trials_for_a_resume(tmp_path):
+    book, _ = _book(tmp_path)
+    t = _trial("a")
+    book.on_trial_start(0, [], t)
+    book.on_trial_result(0, [], t, _result(3, status="completed"))
+    book.on_trial_complete(0, [], t)
+    again, tracker = _book(tmp_path)
+    assert again.records["a"].status == "completed"
+    again.on_trial_start(0, [], t)  # Tune restored it as unfinished: the record stands
+    again.on_experiment_end([t])
+    assert again.records["a"].status == "completed" and tracker.started == []
+
+
+def test_a_trial_cut_by_the_search_is_journaled_but_a_resume_may_run_it_on(tmp_path):
+    book, _ = _book(tmp_path)
+    cut = _trial("cut")
+    book.on_trial_start(0, [], cut)
+    book.on_trial_result(0, [], cut, _result(1))
+    book.on_experiment_end([cut])
+    lines = (tmp_path / "trials.jsonl").read_text().splitlines()
+    assert [json.loads(line)["status"] for line in lines] == ["running", "pruned"]
+    again, _ = _book(tmp_path)
+    # Not counted as finished by a resume: cut short, so a new trial takes its place.
+    assert "cut" not in again.records and again.cut_short == ["cut"]
+
+
+def test_a_retried_attempt_is_the_same_trial():
+    book, tracker = _book()
+    t = _trial("r")
+    book.on_trial_start(0, [], t)
+    first_start = book.records["r"].started
+    book.on_trial_start(0, [], t)  # Tune's retry after a failed attempt
+    assert tracker.started == ["r"] and book.records["r"].started == first_start
+    assert "retry" in book.out.getvalue()

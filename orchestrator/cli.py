@@ -13,6 +13,7 @@ from typing import Any
 
 import yaml
 
+from orchestrator.plain_yaml import load as load_yaml
 from orchestrator.api import SearchResult, SearchSpec, resume_search, run_search, train_config
 from trainables.data.arrays import DataError
 
@@ -28,7 +29,10 @@ def _setting(text: str) -> tuple[str, Any]:
     key, sep, value = text.partition("=")
     if not sep or not key:
         raise argparse.ArgumentTypeError(f"--set wants KEY=VALUE, got {text!r}")
-    return key, yaml.safe_load(value)
+    try:
+        return key, load_yaml(value)
+    except yaml.YAMLError:
+        raise argparse.ArgumentTypeError(f"--set {key}: cannot read value {value!r}") from None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -68,6 +72,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--placement", choices=["PACK", "SPREAD"],
                    help="a trial's workers on as few nodes as possible (PACK, default) "
                         "or across nodes (SPREAD)")
+    s.add_argument("--spatial-dims", type=int, choices=[0, 1, 2, 3],
+                   help="spatial axes of a sample: 0 features (N,F), 1 signals (N,C,L), "
+                        "2 images, 3 volumes (default: inferred from the shape)")
+    s.add_argument("--check", action="store_true",
+                   help="validate the spec, data and space, print what would run, and exit "
+                        "without starting Ray")
     s.add_argument("--set", dest="base", action="append", type=_setting, default=[],
                    metavar="KEY=VALUE", help="fix a trial setting, e.g. --set lr=0.01")
 
@@ -87,9 +97,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def spec_from_args(args: argparse.Namespace) -> SearchSpec:
     options = {k: v for k, v in vars(args).items()
-               if k not in ("command", "spec", "base") and v is not None}
+               if k not in ("command", "spec", "base", "check") and v is not None}
     if options.get("warm_start", "seeds") != "seeds":
-        options["warm_start"] = yaml.safe_load(options["warm_start"])
+        try:
+            options["warm_start"] = load_yaml(options["warm_start"])
+        except yaml.YAMLError as err:
+            raise ValueError("--warm-start is not 'seeds' or a JSON list of knob mappings: "
+                             f"{str(err).splitlines()[0]}") from None
     if args.base:
         options["base"] = dict(args.base)
     if args.spec:
@@ -113,6 +127,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        if args.command == "search" and args.check:
+            from orchestrator.preflight import check_spec
+
+            check_spec(spec_from_args(args))
+            return 0
         if args.command == "search":
             result = run_search(spec_from_args(args))
         elif args.command == "resume":

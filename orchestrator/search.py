@@ -21,10 +21,18 @@ from orchestrator.spec import SearchSpec
 from orchestrator.tracking import MlflowTracker, Tracker
 from orchestrator.trial_book import TrialBook
 from search_spaces import SpaceContext, check_space, domain_values, resolve_space
+from search_spaces.inputs import check_inputs
+from search_spaces.pin import describe_pinned, pin
 from search_spaces.warm_start import warm_start_points
 from trainables.config import TrialConfig
-from trainables.data.arrays import ArrayData
+from trainables.data.arrays import ArrayData, with_spatial_dims
 from trainables.workloads import workload_data
+
+
+def load_spec_data(spec: SearchSpec) -> ArrayData:
+    """The spec's arrays, read with its `spatial_dims` (None: inferred from the shape)."""
+    data = spec.arrays or workload_data(spec.workload, spec.data)
+    return with_spatial_dims(data, spec.spatial_dims)
 
 
 def prepare(spec: SearchSpec, data: ArrayData, total_cpus: int, total_gpus: int,
@@ -32,9 +40,12 @@ def prepare(spec: SearchSpec, data: ArrayData, total_cpus: int, total_gpus: int,
     """Resolve and check the space against the hardware and data: every error before any trial."""
     probe_ctx = SpaceContext(use_gpu=total_gpus > 0, cpus_per_trial=spec.cpus_per_trial or
                              total_cpus, gpus_per_trial=max(total_gpus, 1),
-                             image_size=data.image_size, workload=spec.workload)
+                             image_size=data.image_size, workload=spec.workload,
+                             spatial_dims=data.spatial_dims)
     searched, fixed = resolve_space(spec.space, probe_ctx)
+    searched, fixed, pinned = pin(searched, fixed, spec.base)
     base = {**spec.trial_base(), **fixed}
+    check_inputs(spec.num_trials, searched, data)
     workers = domain_values(searched["workers"]) if "workers" in searched else \
         [base.get("workers", 1)]
     plan = resources.plan(total_cpus, total_gpus, cpus_per_trial=spec.cpus_per_trial,
@@ -42,10 +53,10 @@ def prepare(spec: SearchSpec, data: ArrayData, total_cpus: int, total_gpus: int,
                           worker_cpus=worker_cpus)
     ctx = SpaceContext(use_gpu=plan.use_gpu, cpus_per_trial=plan.cpus_per_trial,
                        gpus_per_trial=max(plan.gpus_per_trial, 1), image_size=data.image_size,
-                       workload=spec.workload)
+                       workload=spec.workload, spatial_dims=data.spatial_dims)
     check_space(searched, base, ctx)
     warm_start_points(spec.warm_start, searched, base)  # a bad point fails before any trial
-    return searched, base, plan
+    return searched, base, plan, pinned
 
 
 def describe_space(searched: dict) -> dict[str, Any]:
@@ -88,14 +99,14 @@ def run_search(spec: SearchSpec, *, out: TextIO = sys.stdout,
 
     started = time.time()
     objective = spec.make_objective()
-    data = spec.arrays or workload_data(spec.workload, spec.data)  # bad files fail before Ray
+    data = load_spec_data(spec)  # bad files fail before Ray
     joining = ray.is_initialized() or bool(os.environ.get("RAY_ADDRESS"))
     if not joining:
-        searched, base, plan = prepare(spec, data, *resources.local_resources())
+        searched, base, plan, pinned = prepare(spec, data, *resources.local_resources())
     started_ray = resources.init_ray()
     try:
         if joining:
-            searched, base, plan = prepare(spec, data, *resources.cluster_resources())
+            searched, base, plan, pinned = prepare(spec, data, *resources.cluster_resources())
         out_dir = (Path(spec.output_dir) / spec.name).resolve()
         state_path = out_dir / STATE_FILE
         previous = json.loads(state_path.read_text()) if resume else {}
@@ -110,6 +121,8 @@ def run_search(spec: SearchSpec, *, out: TextIO = sys.stdout,
         print(f"search {spec.name!r}: {spec.num_trials} trials x {spec.epochs} epochs on "
               f"{data.describe()}", file=out)
         print(f"  space: {describe_space(searched)}", file=out)
+        if pinned:
+            print(f"  {describe_pinned(pinned, spec.base)}", file=out)
         print(f"  {objective.formula}", file=out)
         print(f"  {plan.max_concurrent_trials} trial(s) at a time, {plan.cpus_per_trial} CPUs"
               + (f" and up to {plan.gpus_per_trial} GPUs" if plan.use_gpu else "")

@@ -1,0 +1,19 @@
+"""Checks of a whole search's inputs that no single field can make: found before Ray starts."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from trainables.data.arrays import ArrayData
+
+
+def check_inputs(num_trials: int, searched: dict, data: ArrayData) -> None:
+    """Raise ValueError for a search that would waste its trials or cannot learn anything."""
+    if not searched and num_trials > 1:
+        raise ValueError(f"the space searches no knob, so {num_trials} trials would all train "
+                         "the same config; use --trials 1 or search at least one knob")
+    if data.meta().task == "classify":
+        classes = np.unique(data.y_train)
+        if len(classes) < 2:
+            raise ValueError(f"{data.source}: the training labels hold a single class "
+                             f"({classes.tolist()}); a classifier needs at least 2")

@@ -16,8 +16,9 @@ from orchestrator.spec import SearchSpec
 from search_spaces.pin import describe_pinned
 
 
-def check_spec(spec: SearchSpec, out: TextIO = sys.stdout) -> None:
+def check_spec(spec: SearchSpec, out: TextIO | None = None) -> None:
     """Raise ValueError (or DataError) for anything a search would refuse before its trials."""
+    out = out or sys.stdout  # looked up now: a test may have replaced it
     data = load_spec_data(spec)
     searched, _base, plan, pinned = prepare(spec, data, *resources.local_resources())
     print(f"ok: search {spec.name!r} ({spec.num_trials} trials x {spec.epochs} epochs) on "

@@ -1,4 +1,4 @@
-"""YAML read as people write it: `1e-3` is a number.
+"""YAML read as people write it: `1e-3` is a number, `none` is null.
 
 PyYAML implements YAML 1.1, whose float pattern needs a dot and a signed exponent (`1.0e-3`),
 so `lr: 1e-3` arrives as the string '1e-3'. This loader keeps safe_load's plain-data-only rule
@@ -28,6 +28,10 @@ PlainLoader.add_implicit_resolver(
                  |[-+]?\.(?:inf|Inf|INF)
                  |\.(?:nan|NaN|NAN))$""", re.X),
     list("-+0123456789."))
+
+# `none` / `None` read as null too: Python users write `--set patch_size=none` for "no crop".
+PlainLoader.add_implicit_resolver("tag:yaml.org,2002:null", re.compile(r"^(?:none|None|NONE)$"),
+                                  list("nN"))
 
 
 def load(text: str) -> Any:

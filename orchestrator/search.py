@@ -21,7 +21,7 @@ from orchestrator.spec import SearchSpec
 from orchestrator.tracking import MlflowTracker, Tracker
 from orchestrator.trial_book import TrialBook
 from search_spaces import SpaceContext, check_space, domain_values, resolve_space
-from search_spaces.inputs import check_inputs
+from search_spaces.inputs import check_inputs, default_patch
 from search_spaces.pin import describe_pinned, pin
 from search_spaces.warm_start import warm_start_points
 from trainables.config import TrialConfig
@@ -44,7 +44,7 @@ def prepare(spec: SearchSpec, data: ArrayData, total_cpus: int, total_gpus: int,
                              spatial_dims=data.spatial_dims)
     searched, fixed = resolve_space(spec.space, probe_ctx)
     searched, fixed, pinned = pin(searched, fixed, spec.base)
-    base = {**spec.trial_base(), **fixed}
+    base = default_patch({**spec.trial_base(), **fixed}, searched, data)
     check_inputs(spec.num_trials, searched, data)
     workers = domain_values(searched["workers"]) if "workers" in searched else \
         [base.get("workers", 1)]

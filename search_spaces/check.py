@@ -58,6 +58,8 @@ def check_space(space: dict, base: dict, ctx: SpaceContext) -> None:
     if ctx.spatial_dims == 0 and patches:
         raise ValueError(f"knob 'patch_size': {patches} but the data are feature vectors "
                          "(nothing to crop); use patch_size none or leave it out")
+    if "unet3d" in values("workload") and None in values("patch_size"):
+        raise ValueError("knob 'patch_size': unet3d trains on patches; give a multiple of 4")
     if "unet3d" in values("workload") and [p for p in patches if p % 4]:
         raise ValueError(f"knob 'patch_size': unet3d needs multiples of 4 (two poolings), got "
                          f"{[p for p in patches if p % 4]}")

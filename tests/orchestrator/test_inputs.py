@@ -20,7 +20,8 @@ def check(capsys, *argv: str) -> tuple[int, str, str]:
 
 @pytest.mark.parametrize(("text", "value"), [("1e-3", 1e-3), ("2E5", 2e5), ("-1.5e+2", -150.0),
                                              ("3", 3), ("0.5", 0.5), ("[1e-4, 1e-2]", [1e-4, 1e-2]),
-                                             ("abc", "abc"), ("1.2.3", "1.2.3")])
+                                             ("abc", "abc"), ("1.2.3", "1.2.3"),
+                                             ("none", None), ("None", None), ("nonempty", "nonempty")])
 def test_yaml_reads_exponent_numbers_as_floats(text, value):
     assert load(text) == value
 
@@ -122,3 +123,21 @@ def test_single_class_data_is_refused(tmp_path, capsys):
     np.savez(path, x=np.zeros((40, 8, 8), np.float32), y=np.zeros(40, np.int64))
     code, _, err = check(capsys, "--data", str(path), "--trials", "1", "--space", "small")
     assert code == 2 and "single class" in err, err
+
+
+def test_spatial_dims_and_patch_none_from_the_cli(tmp_path, capsys):
+    from tests.trainables.test_shapes import features_npz, signals_npz
+
+    signals = signals_npz(tmp_path / "sig.npz")
+    code, out, err = check(capsys, "--data", signals, "--spatial-dims", "1")
+    assert code == 0 and "train (128, 3, 32)" in out and "'patch_size'" in out, err
+    code, out, err = check(capsys, "--data", signals, "--spatial-dims", "1",
+                           "--set", "patch_size=none")
+    assert code == 0 and "pinned: patch_size=None" in out, err
+    features = features_npz(tmp_path / "feat.npz")
+    code, out, err = check(capsys, "--data", features)
+    assert code == 0 and "train (128, 10)" in out and "patch_size" not in out, err
+    code, out, err = check(capsys, "--data", features, "--set", "patch_size=8")
+    assert code == 2 and "feature vectors (nothing to crop)" in err
+    code, out, err = check(capsys, "--data", features, "--spatial-dims", "3")
+    assert code == 2 and "cannot be read with spatial_dims=3" in err

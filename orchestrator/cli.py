@@ -13,6 +13,7 @@ from typing import Any
 
 import yaml
 
+from orchestrator.interrupt import SearchInterrupted
 from orchestrator.plain_yaml import load as load_yaml
 from orchestrator.api import SearchResult, SearchSpec, resume_search, run_search, train_config
 from trainables.data.arrays import DataError
@@ -143,5 +144,11 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, DataError, FileNotFoundError) as err:
         print(f"orchestrator: error: {err}", file=sys.stderr)
         return 2
+    except SearchInterrupted as stop:
+        print(f"orchestrator: {stop}", file=sys.stderr)
+        return 130
+    except KeyboardInterrupt:  # a second Ctrl-C: stopped at once
+        print("orchestrator: stopped at once (second interrupt)", file=sys.stderr)
+        return 130
     print_summary(result)
     return 0 if result.best is not None else 1

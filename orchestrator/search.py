@@ -15,6 +15,7 @@ from typing import Any, TextIO
 import yaml
 
 from orchestrator import resources
+from orchestrator.interrupt import Interrupts, close_interrupted
 from orchestrator.pareto import pareto_png
 from orchestrator.result import SearchResult, trials_table
 from orchestrator.spec import SearchSpec
@@ -175,7 +176,10 @@ def run_search(spec: SearchSpec, *, out: TextIO = sys.stdout,
             # tuner.pkl, with no records); hand it this driver's book and tracker instead.
             tuner._local_tuner.get_run_config().callbacks = callbacks
             print(f"  resuming: {len(book.records)} trial(s) already finished", file=out)
-            tuner.fit()
+            with Interrupts(out) as interrupts:
+                tuner.fit()
+            if interrupts.interrupted:
+                raise close_interrupted(book, tracker, out_dir)
             return _finish(spec, searched, base, book, tracker, objective, out_dir, started)
         tuner = tune.Tuner(
             trainable,
@@ -200,7 +204,10 @@ def run_search(spec: SearchSpec, *, out: TextIO = sys.stdout,
                 callbacks=[book, JsonLoggerCallback()],
             ),
         )
-        tuner.fit()
+        with Interrupts(out) as interrupts:
+            tuner.fit()
+        if interrupts.interrupted:  # state stays unfinished: `orchestrator resume` continues it
+            raise close_interrupted(book, tracker, out_dir)
         return _finish(spec, searched, base, book, tracker, objective, out_dir, started)
     finally:
         if started_ray:

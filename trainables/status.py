@@ -24,6 +24,8 @@ class TrialStatus(StrEnum):
     """The configuration cannot run here: out of memory, or no optimizer step fits its data."""
     FAILED = "failed"
     """An error that is not a property of the configuration (a crash, a lost worker)."""
+    INTERRUPTED = "interrupted"
+    """Still running when the user stopped the search (Ctrl-C, SIGTERM); a resume runs it again."""
 
 
 # Trials that ran to a valid end: the leaderboard ranks them and the Pareto set is drawn from them.
@@ -41,6 +43,7 @@ MLFLOW_RUN_STATUS: dict[TrialStatus, str] = {
     TrialStatus.DIVERGED: "FAILED",
     TrialStatus.INFEASIBLE: "FAILED",
     TrialStatus.FAILED: "FAILED",
+    TrialStatus.INTERRUPTED: "KILLED",
 }
 
 

@@ -226,7 +226,7 @@ def _finish(spec, searched, base, book, tracker, objective, out_dir, started) ->
         best_config = TrialConfig.from_dict({**base, **best_rec.knobs}).to_dict()
         best_path = out_dir / "best_config.json"
         best_path.write_text(json.dumps(
-            {"name": spec.name, "data": spec.data, "config": best_config,
+            {"name": spec.name, "data": spec.to_dict()["data"], "config": best_config,
              "objective": objective.formula,
              "metrics": {k: v for k, v in best_rec.metrics.items()}}, indent=2, default=float))
     leaderboard_path = out_dir / "leaderboard.csv"

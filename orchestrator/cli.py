@@ -13,6 +13,8 @@ from typing import Any
 
 import yaml
 
+from orchestrator.interrupt import SearchInterrupted
+from orchestrator.plain_yaml import load as load_yaml
 from orchestrator.api import SearchResult, SearchSpec, resume_search, run_search, train_config
 from trainables.data.arrays import DataError
 
@@ -28,7 +30,10 @@ def _setting(text: str) -> tuple[str, Any]:
     key, sep, value = text.partition("=")
     if not sep or not key:
         raise argparse.ArgumentTypeError(f"--set wants KEY=VALUE, got {text!r}")
-    return key, yaml.safe_load(value)
+    try:
+        return key, load_yaml(value)
+    except yaml.YAMLError:
+        raise argparse.ArgumentTypeError(f"--set {key}: cannot read value {value!r}") from None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -81,6 +86,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--rerun-duplicates", action="store_true", default=None,
                    help="train a configuration again when the sampler repeats it (to measure "
                         "noise); default: report its first result as `duplicate`")
+    s.add_argument("--spatial-dims", type=int, choices=[0, 1, 2, 3],
+                   help="spatial axes of a sample: 0 features (N,F), 1 signals (N,C,L), "
+                        "2 images, 3 volumes (default: inferred from the shape)")
+    s.add_argument("--check", action="store_true",
+                   help="validate the spec, data and space, print what would run, and exit "
+                        "without starting Ray")
     s.add_argument("--set", dest="base", action="append", type=_setting, default=[],
                    metavar="KEY=VALUE", help="fix a trial setting, e.g. --set lr=0.01")
 
@@ -100,9 +111,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def spec_from_args(args: argparse.Namespace) -> SearchSpec:
     options = {k: v for k, v in vars(args).items()
-               if k not in ("command", "spec", "base", "lr_scaling") and v is not None}
+               if k not in ("command", "spec", "base", "check", "lr_scaling") and v is not None}
     if options.get("warm_start", "seeds") != "seeds":
-        options["warm_start"] = yaml.safe_load(options["warm_start"])
+        try:
+            options["warm_start"] = load_yaml(options["warm_start"])
+        except yaml.YAMLError as err:
+            raise ValueError("--warm-start is not 'seeds' or a JSON list of knob mappings: "
+                             f"{str(err).splitlines()[0]}") from None
     if args.base or args.lr_scaling:
         options["base"] = dict(args.base) | ({"lr_scaling": args.lr_scaling}
                                              if args.lr_scaling else {})
@@ -129,6 +144,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        if args.command == "search" and args.check:
+            from orchestrator.preflight import check_spec
+
+            check_spec(spec_from_args(args))
+            return 0
         if args.command == "search":
             result = run_search(spec_from_args(args))
         elif args.command == "resume":
@@ -140,5 +160,11 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, DataError, FileNotFoundError) as err:
         print(f"orchestrator: error: {err}", file=sys.stderr)
         return 2
+    except SearchInterrupted as stop:
+        print(f"orchestrator: {stop}", file=sys.stderr)
+        return 130
+    except KeyboardInterrupt:  # a second Ctrl-C: stopped at once
+        print("orchestrator: stopped at once (second interrupt)", file=sys.stderr)
+        return 130
     print_summary(result)
     return 0 if result.best is not None else 1

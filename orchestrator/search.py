@@ -18,6 +18,7 @@ from orchestrator.folder import SearchFolder, portable_spec
 from orchestrator.history import seeded_storage
 from orchestrator.baseline import run_baseline, with_baseline
 from orchestrator.importance import importance_artifacts, importance_lines, knob_importance
+from orchestrator.interrupt import Interrupts, close_interrupted
 from orchestrator.pareto import pareto_png
 from orchestrator.report import add_baseline_row, headline
 from orchestrator.result import SearchResult, trials_table
@@ -27,10 +28,18 @@ from orchestrator.tracking.datasets import dataset_record
 from orchestrator.trial_book import TrialBook
 from search_spaces import SpaceContext, check_space, domain_values, resolve_space
 from search_spaces.steps import fit_batch_to_shards
+from search_spaces.inputs import check_inputs, default_patch
+from search_spaces.pin import describe_pinned, pin
 from search_spaces.warm_start import warm_start_points
 from trainables.config import TrialConfig
-from trainables.data.arrays import ArrayData
+from trainables.data.arrays import ArrayData, with_spatial_dims
 from trainables.workloads import workload_data
+
+
+def load_spec_data(spec: SearchSpec) -> ArrayData:
+    """The spec's arrays, read with its `spatial_dims` (None: inferred from the shape)."""
+    data = spec.arrays or workload_data(spec.workload, spec.data)
+    return with_spatial_dims(data, spec.spatial_dims)
 
 
 def prepare(spec: SearchSpec, data: ArrayData, total_cpus: int, total_gpus: int,
@@ -38,22 +47,25 @@ def prepare(spec: SearchSpec, data: ArrayData, total_cpus: int, total_gpus: int,
     """Resolve and check the space against the hardware and data: every error before any trial."""
     probe_ctx = SpaceContext(use_gpu=total_gpus > 0, cpus_per_trial=spec.cpus_per_trial or
                              total_cpus, gpus_per_trial=max(total_gpus, 1),
-                             image_size=data.image_size, workload=spec.workload)
+                             image_size=data.image_size, workload=spec.workload,
+                             spatial_dims=data.spatial_dims)
     searched, fixed = resolve_space(spec.space, probe_ctx)
-    base = {**spec.trial_base(), **fixed}
+    searched, fixed, pinned = pin(searched, fixed, spec.base)
+    base = default_patch({**spec.trial_base(), **fixed}, searched, data)
+    check_inputs(spec.num_trials, searched, data)
     workers = _workers(searched, base)
     plan = resources.plan(total_cpus, total_gpus, cpus_per_trial=spec.cpus_per_trial,
                           max_concurrent=spec.max_concurrent_trials, max_workers=max(workers),
                           worker_cpus=worker_cpus)
     ctx = SpaceContext(use_gpu=plan.use_gpu, cpus_per_trial=plan.cpus_per_trial,
                        gpus_per_trial=max(plan.gpus_per_trial, 1), image_size=data.image_size,
-                       workload=spec.workload)
+                       workload=spec.workload, spatial_dims=data.spatial_dims)
     check_space(searched, base, ctx)
     # Batch sizes that would train 0 steps: dropped with a note, or refused (search_spaces.steps).
     searched = fit_batch_to_shards(searched, base, len(data.x_train),
                                    note=lambda line: print(line, file=sys.stderr))
     warm_start_points(spec.warm_start, searched, base)  # a bad point fails before any trial
-    return searched, base, plan
+    return searched, base, plan, pinned
 
 
 def _workers(searched: dict, base: dict) -> list[int]:
@@ -111,14 +123,14 @@ def run_search(spec: SearchSpec, *, out: TextIO = sys.stdout,
 
     started = time.time()
     objective = spec.make_objective()
-    data = spec.arrays or workload_data(spec.workload, spec.data)  # bad files fail before Ray
+    data = load_spec_data(spec)  # bad files fail before Ray
     joining = ray.is_initialized() or bool(os.environ.get("RAY_ADDRESS"))
     if not joining:
-        searched, base, plan = prepare(spec, data, *resources.local_resources())
+        searched, base, plan, pinned = prepare(spec, data, *resources.local_resources())
     started_ray = resources.init_ray()
     try:
         if joining:
-            searched, base, plan = prepare(spec, data, *resources.cluster_resources())
+            searched, base, plan, pinned = prepare(spec, data, *resources.cluster_resources())
         folder = SearchFolder.of(spec.output_dir, spec.name)
         previous = folder.read_state() if resume else {}
         if not resume:
@@ -136,6 +148,8 @@ def run_search(spec: SearchSpec, *, out: TextIO = sys.stdout,
         print(f"search {spec.name!r}: {spec.num_trials} trials x {spec.epochs} epochs on "
               f"{data.describe()}", file=out)
         print(f"  space: {describe_space(searched)}", file=out)
+        if pinned:
+            print(f"  {describe_pinned(pinned, spec.base)}", file=out)
         print(f"  {objective.formula}", file=out)
         print(f"  {plan.max_concurrent_trials} trial(s) at a time, {plan.cpus_per_trial} CPUs"
               + (f" and up to {plan.gpus_per_trial} GPUs" if plan.use_gpu else "")
@@ -169,8 +183,12 @@ def run_search(spec: SearchSpec, *, out: TextIO = sys.stdout,
                 cpus_per_worker=plan.cpus_per_worker, placement=spec.placement,
                 ledger=book.ledger,
             )
-            _tuner(spec, ctx, datasets, searched, base, objective, plan, book, to_run,
-                   folder).fit()
+            tuner = _tuner(spec, ctx, datasets, searched, base, objective, plan, book, to_run,
+                           folder)
+            with Interrupts(out) as interrupts:
+                tuner.fit()
+            if interrupts.interrupted:  # state stays unfinished: `orchestrator resume` goes on
+                raise close_interrupted(book, tracker, folder.root)
         return _finish(spec, searched, base, book, tracker, objective, folder, started,
                        baseline)
     finally:

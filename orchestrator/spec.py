@@ -16,7 +16,9 @@ from typing import Any
 import yaml
 
 from orchestrator.objective import OBJECTIVES, make_objective
+from orchestrator.plain_yaml import load as load_yaml
 from trainables.config import TrialConfig
+from trainables.fields import check_fields
 
 PLACEMENTS = ("PACK", "SPREAD")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
@@ -88,6 +90,9 @@ class SearchSpec:
     """Where Ray's trial folders, the leaderboard and the best config are written."""
     tracking_uri: str | None = None
     """MLflow tracking URI; default: a SQLite file `mlflow.db` in the working directory."""
+    spatial_dims: int | None = None
+    """Spatial axes of one sample: 0 feature vectors (N, F), 1 signals (N, C, L), 2 images
+    (N, C, H, W) or (N, H, W), 3 volumes; None infers it from the array's shape."""
     placement: str = "PACK"
     """Where a trial's workers go on a multi-node cluster: 'PACK' (as few nodes as possible:
     fast collectives) or 'SPREAD' (across nodes: more memory bandwidth, survives one node)."""
@@ -96,6 +101,9 @@ class SearchSpec:
     measure run-to-run noise. Off: the repeat reports the first run's result as `duplicate`."""
 
     def __post_init__(self) -> None:
+        check_fields(self)  # "time_weight: expected a number, got 'abc'" before anything else
+        if self.spatial_dims is not None and self.spatial_dims not in (0, 1, 2, 3):
+            raise ValueError(f"spatial_dims must be 0, 1, 2 or 3 (got {self.spatial_dims})")
         if not isinstance(self.name, str) or not _NAME.match(self.name):
             raise ValueError(f"name {self.name!r} must be 1-100 letters, digits, '_', '.' or '-'")
         if isinstance(self.data, (str, Path)) and not Path(self.data).exists():
@@ -120,9 +128,6 @@ class SearchSpec:
             value = getattr(self, key)
             if value is not None and (not isinstance(value, int) or value < 1):
                 raise ValueError(f"{key} must be an integer >= 1 (got {value!r})")
-        if not isinstance(self.rerun_duplicates, bool):
-            raise ValueError(f"rerun_duplicates must be true or false (got "
-                             f"{self.rerun_duplicates!r})")
         if self.placement not in PLACEMENTS:
             raise ValueError(f"placement must be one of {list(PLACEMENTS)} "
                              f"(got {self.placement!r})")
@@ -220,7 +225,7 @@ class SearchSpec:
         if not path.is_file():
             raise ValueError(f"spec file {path} does not exist")
         try:
-            raw = yaml.safe_load(path.read_text()) if path.suffix != ".json" \
+            raw = load_yaml(path.read_text()) if path.suffix != ".json" \
                 else json.loads(path.read_text())
         except (yaml.YAMLError, json.JSONDecodeError) as err:
             first = str(err).splitlines()[0]

@@ -23,7 +23,7 @@ DISCARDED = TrialStatus.DISCARDED
 # Why a trial still running when the search ended is `pruned` (the time budget, or Ctrl-C).
 CUT_REASON = "stopped by the search (time budget or interrupt) before its end"
 # Ends that mean a stopped driver cut the trial short: a resume runs a new trial in its place.
-_CUT_SHORT = {"interrupted"}
+_CUT_SHORT = {TrialStatus.INTERRUPTED.value}
 
 # Metrics that describe one trial's own run, not its configuration: a duplicate gets its own.
 _OWN_RUN = ("trial_wall_s", "fixed_cost_s")

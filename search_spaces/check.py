@@ -11,6 +11,8 @@ from ray.tune.search.sample import Categorical, Domain, Float, Integer
 
 from search_spaces.context import SpaceContext
 from trainables.config import TrialConfig
+from trainables.fields import check_value, describe, hints, matches
+from trainables.workloads import WORKLOADS
 
 
 def domain_values(domain: Any) -> list:
@@ -36,6 +38,10 @@ def check_space(space: dict, base: dict, ctx: SpaceContext) -> None:
             raise ValueError(f"space knob {knob!r} must be a Ray Tune domain (tune.choice, ...)")
         if isinstance(domain, Categorical) and not domain.categories:
             raise ValueError(f"space knob {knob!r} has an empty choice list")
+        check_domain_types(knob, domain)
+    # Every fixed setting and one sample of the space must make a valid TrialConfig (types
+    # first: the comparisons below need numbers).
+    TrialConfig.from_dict({**base, **{k: domain_values(d)[0] for k, d in space.items()}})
 
     def values(knob: str) -> list:
         return domain_values(space[knob]) if knob in space else [base.get(knob, _default(knob))]
@@ -44,9 +50,22 @@ def check_space(space: dict, base: dict, ctx: SpaceContext) -> None:
         if value == "fp16-mixed" and not ctx.use_gpu:
             raise ValueError("knob 'precision': fp16-mixed needs a CUDA GPU (on CPU its backward "
                              "is far slower than fp32); remove it or use bf16-mixed")
-    too_big = [p for p in values("patch_size") if p > ctx.image_size]
+    for workload in values("workload"):
+        if workload not in WORKLOADS and workload != "custom" and ":" not in str(workload):
+            raise ValueError(f"workload {workload!r} is unknown; built-in: {sorted(WORKLOADS)}, "
+                             "or your own model as module:function")
+    patches = [p for p in values("patch_size") if p is not None]
+    if ctx.spatial_dims == 0 and patches:
+        raise ValueError(f"knob 'patch_size': {patches} but the data are feature vectors "
+                         "(nothing to crop); use patch_size none or leave it out")
+    if "unet3d" in values("workload") and None in values("patch_size"):
+        raise ValueError("knob 'patch_size': unet3d trains on patches; give a multiple of 4")
+    if "unet3d" in values("workload") and [p for p in patches if p % 4]:
+        raise ValueError(f"knob 'patch_size': unet3d needs multiples of 4 (two poolings), got "
+                         f"{[p for p in patches if p % 4]}")
+    too_big = [p for p in patches if p > ctx.image_size]
     if too_big:
-        raise ValueError(f"knob 'patch_size': {too_big} larger than the images' side "
+        raise ValueError(f"knob 'patch_size': {too_big} larger than the samples' smallest side "
                          f"{ctx.image_size}; use values <= {ctx.image_size}")
     if ctx.workload == "unet3d":
         odd = [p for p in values("patch_size") if p % 4]
@@ -62,8 +81,20 @@ def check_space(space: dict, base: dict, ctx: SpaceContext) -> None:
         raise ValueError(f"knob 'batch_size': smallest value {min(values('batch_size'))} is below "
                          f"the largest 'workers' {max(values('workers'))}; every worker needs at "
                          "least one sample per batch")
-    # Every fixed setting and one sample of the space must make a valid TrialConfig.
-    TrialConfig.from_dict({**base, **{k: domain_values(d)[0] for k, d in space.items()}})
+
+
+def check_domain_types(knob: str, domain: Domain) -> None:
+    """Every choice of a knob has the knob's type; a float range never feeds an integer knob."""
+    tp = hints(TrialConfig)[knob]
+    if isinstance(domain, Categorical):
+        for choice in domain.categories:
+            check_value(f"space knob {knob!r}", choice, tp)
+    elif isinstance(domain, Float) and not matches(0.5, tp):
+        raise ValueError(f"space knob {knob!r} wants {describe(tp)}; a float range (uniform, "
+                         "loguniform, quniform) gives fractions: use randint or a choice list")
+    elif isinstance(domain, Integer) and not matches(1, tp):
+        raise ValueError(f"space knob {knob!r}: expected {describe(tp)}, not an integer "
+                         "range")
 
 
 def _default(knob: str) -> Any:

@@ -15,6 +15,8 @@ class SpaceContext:
     """GPUs one trial may use (one per worker): bounds `workers` on GPU."""
     image_size: int = 32
     """Smallest spatial side of the samples: bounds `patch_size`."""
+    spatial_dims: int = 2
+    """Spatial axes of a sample: 0 feature vectors, 1 signals, 2 images, 3 volumes."""
     workload: str = "classifier"
     """The built-in workload (or 'custom'): the default space differs for 3D."""
 

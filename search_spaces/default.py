@@ -19,13 +19,16 @@ def default_space(ctx: SpaceContext) -> dict:
     precisions = ["fp32", "bf16-mixed"] + (["fp16-mixed"] if ctx.use_gpu else [])
     workers = [w for w in (1, 2, 4, 8) if w <= ctx.max_workers]
     patches = [p for p in (16, 20, 24, 28, 32) if p <= ctx.image_size] or [ctx.image_size]
-    return {
+    space = {
         "precision": tune.choice(precisions),
         "batch_size": tune.choice([32, 64, 128, 256]),
         "workers": tune.choice(workers),
         "patch_size": tune.choice(patches),
         "width": tune.choice([0.5, 1.0, 2.0]),
     }
+    if ctx.spatial_dims == 0 or ctx.image_size < 4:
+        del space["patch_size"]  # feature vectors (or tiny samples): nothing to crop
+    return space
 
 
 def segmentation_space(ctx: SpaceContext) -> dict:

@@ -10,6 +10,8 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
+from trainables.fields import check_fields
+
 PRECISIONS = ("fp32", "bf16-mixed", "fp16-mixed")
 SCHEDULES = ("onecycle", "cosine", "constant")
 LOOPS = ("optimized", "legacy")
@@ -25,8 +27,9 @@ class TrialConfig:
     (imported where the workers run)."""
     width: float = 1.0
     """Channel multiplier of the model: 0.5 halves every layer's channels."""
-    patch_size: int = 24
-    """Side of the random square (2D) or cubic (3D) crop that the model trains on."""
+    patch_size: int | None = 24
+    """Side of the random crop along every spatial axis the data has (a segment of 1D signals, a
+    square of 2D images, a cube of 3D volumes); None trains on whole samples (no crop)."""
     epochs: int = 3
     """Passes over the training set."""
     seed: int = 0
@@ -100,8 +103,9 @@ class TrialConfig:
             if not ok:
                 raise ValueError(message)
 
+        check_fields(self)  # a wrong type is named here, not found deep inside a trial
         need(self.width > 0, f"width must be > 0 (got {self.width}); try 0.5, 1 or 2")
-        need(self.patch_size >= 4, f"patch_size must be >= 4 (got {self.patch_size})")
+        need(self.patch_size is None or self.patch_size >= 4, f"patch_size must be >= 4 (got {self.patch_size})")
         need(self.epochs >= 1, f"epochs must be >= 1 (got {self.epochs})")
         need(self.batch_size >= 1, f"batch_size must be >= 1 (got {self.batch_size})")
         need(self.lr > 0, f"lr must be > 0 (got {self.lr})")

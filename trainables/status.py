@@ -31,6 +31,8 @@ class TrialStatus(StrEnum):
     DUPLICATE = "duplicate"
     """Same knobs and seed as a trial already run in this search: reports that trial's recorded
     result instead of training again (`rerun_duplicates` turns this off)."""
+    INTERRUPTED = "interrupted"
+    """Still running when the user stopped the search (Ctrl-C, SIGTERM); a resume runs it again."""
 
 
 # Trials that ran to a valid end: the leaderboard ranks them and the Pareto set is drawn from them.
@@ -54,6 +56,7 @@ MLFLOW_RUN_STATUS: dict[TrialStatus, str] = {
     TrialStatus.FAILED: "FAILED",
     TrialStatus.DISCARDED: "KILLED",
     TrialStatus.DUPLICATE: "FINISHED",
+    TrialStatus.INTERRUPTED: "KILLED",
 }
 
 

@@ -115,5 +115,5 @@ def test_rerun_duplicates_flag_reaches_the_spec_and_is_validated():
     parser = build_parser()
     assert spec_from_args(parser.parse_args(["search"])).rerun_duplicates is False
     assert spec_from_args(parser.parse_args(["search", "--rerun-duplicates"])).rerun_duplicates
-    with pytest.raises(ValueError, match="rerun_duplicates must be true or false"):
+    with pytest.raises(ValueError, match="rerun_duplicates: expected true or false"):
         SearchSpec(rerun_duplicates="yes")

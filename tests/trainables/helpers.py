@@ -7,12 +7,12 @@ import torch
 from trainables.config import TrialConfig
 from trainables.data.npz import load_npz
 from trainables.loop import LoopIO, fit
-from trainables.data.arrays import DataMeta
+from trainables.data.arrays import DataMeta, with_spatial_dims
 
 
 def fit_local(npz_path: str, reports: list | None = None, io_overrides: dict | None = None,
-              **settings) -> dict:
-    data = load_npz(npz_path)
+              spatial_dims: int | None = None, **settings) -> dict:
+    data = with_spatial_dims(load_npz(npz_path), spatial_dims)
     cfg = TrialConfig(**settings)
     x, y = torch.from_numpy(data.x_train), torch.from_numpy(data.y_train)
     xv, yv = torch.from_numpy(data.x_val), torch.from_numpy(data.y_val)
@@ -31,7 +31,7 @@ def fit_local(npz_path: str, reports: list | None = None, io_overrides: dict | N
                 steps_per_epoch=len(x) // bs,
                 report=(reports.append if reports is not None else lambda m: None),
                 **(io_overrides or {}))
-    return fit(cfg, DataMeta(data.in_channels, data.num_classes), io)
+    return fit(cfg, data.meta(), io)
 
 
 def fit_legacy_local(npz_path: str, reports: list | None = None, **settings) -> dict:

@@ -29,7 +29,7 @@ def test_npz_without_validation_holds_out_a_fraction(tmp_path):
     ("arrays", "message"),
     [
         ({"x": np.zeros((4, 8, 8))}, "has no array 'y'"),
-        ({"x": np.zeros((4, 8)), "y": np.zeros(4, int)}, "must be (N, H, W) or (N, C, H, W)"),
+        ({"x": np.zeros(4), "y": np.zeros(4, int)}, "must be (N, F) features, (N, H, W)"),
         ({"x": np.zeros((4, 8, 8)), "y": np.zeros(5, int)}, "has 4 samples but 'y' has 5"),
         ({"x": np.zeros((4, 8, 8)), "y": np.zeros(4)}, "1-D integer array"),
         ({"x": np.full((4, 8, 8), np.nan), "y": np.zeros(4, int)}, "NaN"),

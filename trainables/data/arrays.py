@@ -38,9 +38,14 @@ class ArrayData:
     source: str
 
     @property
+    def spatial_dims(self) -> int:
+        """0 feature vectors (N, F), 1 signals (N, C, L), 2 images, 3 volumes."""
+        return self.x_train.ndim - 2 if self.x_train.ndim > 2 else 0
+
+    @property
     def image_size(self) -> int:
-        """The largest patch that fits: the smallest spatial side of the images."""
-        return int(min(self.x_train.shape[2:]))
+        """The largest patch that fits: the smallest spatial side (0 without spatial axes)."""
+        return int(min(self.x_train.shape[2:], default=0))
 
     @property
     def in_channels(self) -> int:
@@ -56,7 +61,7 @@ class ArrayData:
         """The model's view of this data: channels, classes, task and spatial dimensions."""
         task = "segment" if self.y_train.ndim > 1 else "classify"
         return DataMeta(self.in_channels, self.num_classes, task=task,
-                        spatial_dims=self.x_train.ndim - 2)
+                        spatial_dims=self.spatial_dims)
 
 
 def from_arrays(arrays: dict[str, np.ndarray], *, where: str = "arrays",
@@ -100,9 +105,10 @@ def hold_out(x: np.ndarray, y: np.ndarray, val_fraction: float, where: str):
 
 def check_pair(x: np.ndarray, y: np.ndarray, path, xname: str, yname: str):
     if x.ndim == 3:
-        x = x[:, None]  # (N, H, W) -> one channel
-    if x.ndim != 4:
-        raise DataError(f"{path}: '{xname}' must be (N, H, W) or (N, C, H, W), got shape {x.shape}")
+        x = x[:, None]  # (N, H, W) -> one channel; signals (N, C, L) need spatial_dims=1
+    if x.ndim not in (2, 4, 5):
+        raise DataError(f"{path}: '{xname}' must be (N, F) features, (N, H, W) or (N, C, H, W) "
+                        f"images, or (N, C, D, H, W) volumes; got shape {x.shape}")
     if not (np.issubdtype(x.dtype, np.floating) or np.issubdtype(x.dtype, np.integer)):
         raise DataError(f"{path}: '{xname}' must be numeric, got dtype {x.dtype}")
     if y.ndim != 1 or not np.issubdtype(y.dtype, np.integer):
@@ -119,3 +125,24 @@ def check_pair(x: np.ndarray, y: np.ndarray, path, xname: str, yname: str):
         raise DataError(f"{path}: '{xname}' contains NaN or inf values")
     return np.ascontiguousarray(x), y.astype(np.int64, copy=False)
 
+
+
+def with_spatial_dims(data: ArrayData, dims: int | None) -> ArrayData:
+    """`data` read with `dims` spatial axes: the loaders add a channel axis to every 3-D array
+    (N, H, W); signals (N, C, L) drop it again, and a missing channel axis is added."""
+    if dims is None or data.spatial_dims == dims:
+        return data
+    arrays = [data.x_train, data.x_val]
+    have = data.spatial_dims
+    if have == dims + 1 and data.x_train.shape[1] == 1:
+        arrays = [a[:, 0] for a in arrays]  # the channel axis a loader added
+    elif have + 1 == dims:
+        arrays = [a[:, None] for a in arrays]
+    else:
+        raise DataError(f"{data.source}: samples of shape {data.x_train.shape[1:]} cannot be "
+                        f"read with spatial_dims={dims} (0 (F), 1 (C, L), 2 (C, H, W), "
+                        "3 (C, D, H, W))")
+    if data.y_train.ndim > 1:
+        raise DataError(f"{data.source}: spatial_dims applies to classification data only")
+    x_train, x_val = (np.ascontiguousarray(a) for a in arrays)
+    return ArrayData(x_train, data.y_train, x_val, data.y_val, data.num_classes, data.source)

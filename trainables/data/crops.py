@@ -1,4 +1,5 @@
-"""Random and center crops on batched torch tensors, for 2D (N,C,H,W) and 3D (N,C,D,H,W).
+"""Random and center crops on batched torch tensors along every spatial axis they have: 1D
+(N,C,L), 2D (N,C,H,W), 3D (N,C,D,H,W); feature vectors (N,F) and size None are not cropped.
 
 Crops run after batching, on whole tensors: one gather per batch costs far less than cropping
 sample by sample inside the data pipeline (measured in benchmarks/data_pipeline.py).
@@ -9,7 +10,8 @@ from __future__ import annotations
 import torch
 
 
-def random_crop(x: torch.Tensor, size: int, generator: torch.Generator | None = None) -> torch.Tensor:
+def random_crop(x: torch.Tensor, size: int | None,
+                generator: torch.Generator | None = None) -> torch.Tensor:
     """An independent random `size`-sided crop of every sample, in bounds, as one gather.
 
     `unfold` makes a view holding every possible crop, (N, C, H', W', s, s); indexing it with one
@@ -17,6 +19,8 @@ def random_crop(x: torch.Tensor, size: int, generator: torch.Generator | None = 
     full-size index grids (2D 1.36M vs 0.28M crops/s at batch 512, one thread).
     """
     spatial = x.shape[2:]
+    if size is None:
+        return x
     if any(size > s for s in spatial):
         raise ValueError(f"patch_size {size} is larger than the samples' spatial shape {tuple(spatial)}")
     if all(size == s for s in spatial):
@@ -30,8 +34,10 @@ def random_crop(x: torch.Tensor, size: int, generator: torch.Generator | None = 
     return windows[(torch.arange(n, device=x.device), slice(None), *starts)]
 
 
-def center_crop(x: torch.Tensor, size: int) -> torch.Tensor:
+def center_crop(x: torch.Tensor, size: int | None) -> torch.Tensor:
     """The central `size`-sided crop (validation sees what training saw: patches of one size)."""
+    if size is None:
+        return x
     slices = [slice(None), slice(None)]
     for extent in x.shape[2:]:
         if size > extent:

@@ -60,8 +60,8 @@ def fit_legacy(cfg: TrialConfig, meta: DataMeta, io: LoopIO, x: torch.Tensor,
     device = io.device
     torch.manual_seed(cfg.seed)
     task = make_task(meta.task)
-    fmt = torch.channels_last if "channels_last" in enable and x.ndim == 4 else \
-        torch.channels_last_3d if "channels_last" in enable else torch.contiguous_format
+    fmt = torch.contiguous_format if "channels_last" not in enable or x.ndim not in (4, 5) \
+        else torch.channels_last if x.ndim == 4 else torch.channels_last_3d
     raw_model = build_model(cfg, meta, io.model_builder).to(device, memory_format=fmt)
     model = io.wrap_model(raw_model)
     if "compile" in enable:

@@ -20,8 +20,9 @@ def autocast(cfg: TrialConfig, device: torch.device):
 
 
 def memory_format_for(cfg: TrialConfig, meta: DataMeta) -> torch.memory_format:
-    """channels_last (NHWC) for 2D, channels_last_3d (NDHWC) for 3D, else the default."""
-    if not cfg.channels_last:
+    """channels_last (NHWC) for 2D, channels_last_3d (NDHWC) for 3D, else the default (signals
+    and feature vectors have no channels-last layout)."""
+    if not cfg.channels_last or meta.spatial_dims not in (2, 3):
         return torch.contiguous_format
     return torch.channels_last_3d if meta.spatial_dims == 3 else torch.channels_last
 

@@ -1,0 +1,29 @@
+"""`orchestrator search --check`: every validation a search does before Ray, then stop.
+
+Reads the data, resolves and pins the space, checks it against this machine and the data, and
+prints what would run, without starting Ray: a fast way to try a spec (and what the property
+test of the CLI runs).
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TextIO
+
+from orchestrator import resources
+from orchestrator.search import describe_space, load_spec_data, prepare
+from orchestrator.spec import SearchSpec
+from search_spaces.pin import describe_pinned
+
+
+def check_spec(spec: SearchSpec, out: TextIO | None = None) -> None:
+    """Raise ValueError (or DataError) for anything a search would refuse before its trials."""
+    out = out or sys.stdout  # looked up now: a test may have replaced it
+    data = load_spec_data(spec)
+    searched, _base, plan, pinned = prepare(spec, data, *resources.local_resources())
+    print(f"ok: search {spec.name!r} ({spec.num_trials} trials x {spec.epochs} epochs) on "
+          f"{data.describe()}", file=out)
+    print(f"  space: {describe_space(searched)}", file=out)
+    if pinned:
+        print(f"  {describe_pinned(pinned, spec.base)}", file=out)
+    print(f"  {plan.max_concurrent_trials} trial(s) at a time here", file=out)

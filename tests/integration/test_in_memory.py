@@ -43,7 +43,7 @@ def test_a_search_on_arrays_writes_every_output(ray_session, tmp_path, capsys, k
 
     arrays = _arrays(tmp_path)
     data = arrays if kind == "dict" else from_arrays(arrays)
-    spec = SearchSpec(name=f"mem-{kind}", data=data, epochs=1, num_trials=2,
+    spec = SearchSpec(name=f"mem-{kind}", baseline="none", data=data, epochs=1, num_trials=2,
                       space={"batch_size": [16, 32, 512]}, base={k: v for k, v in TINY.items()
                                                              if k != "batch_size"},
                       output_dir=str(tmp_path / "runs"),
@@ -79,6 +79,7 @@ def test_the_readme_python_api_snippet_runs(ray_session, in_tmp):
 
     def tiny_spec(**options) -> SearchSpec:
         return SearchSpec(**{**options, "data": data, "num_trials": 1, "epochs": 1,
+                             "baseline": "none",
                              "space": {}, "base": TINY})
 
     scope = {"SearchSpec": tiny_spec, "run_search": run_search, "train_config": train_config}

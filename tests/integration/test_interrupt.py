@@ -64,7 +64,8 @@ def test_first_signal_stops_cleanly_and_leaves_the_search_resumable(tmp_path, si
     from tests.conftest import make_npz
 
     name = f"stopme-{signum.name.lower()}"
-    spec = {"name": name, "data": make_npz(tmp_path / "tiny.npz"), "num_trials": 2,
+    spec = {"name": name, "baseline": "none",
+            "data": make_npz(tmp_path / "tiny.npz"), "num_trials": 2,
             "epochs": 300, "seed": 0, "space": {"width": [0.25, 0.5]},
             "output_dir": str(tmp_path / "runs"), "tracking_uri": f"sqlite:///{tmp_path}/m.db",
             "base": {"batch_size": 16, "patch_size": 12}}

@@ -56,7 +56,8 @@ def _listening(root: psutil.Process) -> dict[tuple[str, int], str]:
 
 
 def test_search_ray_listens_on_loopback_only(tmp_path):
-    spec = {"name": "loopback", "data": make_npz(tmp_path / "tiny.npz"), "num_trials": 1,
+    spec = {"name": "loopback", "baseline": "none",
+            "data": make_npz(tmp_path / "tiny.npz"), "num_trials": 1,
             "epochs": 1, "space": {"width": [0.25]}, "output_dir": str(tmp_path / "runs"),
             "tracking_uri": f"sqlite:///{tmp_path / 'mlflow.db'}",
             "base": {"batch_size": 16, "lr": 0.01, "patch_size": 12, "workers": 1}}

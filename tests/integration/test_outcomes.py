@@ -18,7 +18,7 @@ BASE = {"batch_size": 16, "patch_size": 12, "lr": 0.01, "workload": MODEL}
 def _spec(tmp_path, name, **options) -> SearchSpec:
     from tests.conftest import make_npz
 
-    return SearchSpec(name=name, data=make_npz(tmp_path / "tiny.npz"), seed=0,
+    return SearchSpec(name=name, baseline="none", data=make_npz(tmp_path / "tiny.npz"), seed=0,
                       output_dir=str(tmp_path / "runs"),
                       tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}", **options)
 

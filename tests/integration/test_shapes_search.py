@@ -29,6 +29,7 @@ def test_feature_vectors_search_without_crops(ray_session, tmp_path):
     x = rng.normal(0, 0.5, (300, 12)).astype(np.float32)
     x[:, 0] += 2.0 * y
     result = run_search(SearchSpec(
+        baseline="none",
         name="it-features", data={"x": x, "y": y}, num_trials=1, epochs=2, space={},
         base={"batch_size": 32, "lr": 0.01, "width": 0.5},
         output_dir=str(tmp_path / "runs"), tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}"))

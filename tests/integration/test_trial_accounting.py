@@ -21,7 +21,7 @@ BASE = {"batch_size": 16, "patch_size": 12, "sync_every": 2}
 
 
 def _spec(root, data, name, **options):
-    return SearchSpec(name=name, data=data, output_dir=str(root / "runs"),
+    return SearchSpec(name=name, baseline="none", data=data, output_dir=str(root / "runs"),
                       tracking_uri=f"sqlite:///{root / 'mlflow.db'}", seed=0, base=BASE,
                       **options)
 

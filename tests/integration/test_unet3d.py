@@ -31,6 +31,7 @@ POINTS = [
 def search(ray_session, tmp_path_factory):
     root = tmp_path_factory.mktemp("unet3d")
     spec = SearchSpec(
+        baseline="none",
         name="it-unet3d", workload="unet3d", data=str(write_volume_folder(root / "volumes")),
         epochs=2, num_trials=2, seed=0, base=TINY, warm_start=POINTS,
         space={knob: [p[knob] for p in POINTS] for knob in POINTS[0]},

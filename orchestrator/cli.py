@@ -15,6 +15,7 @@ import yaml
 
 from orchestrator.interrupt import SearchInterrupted
 from orchestrator.plain_yaml import load as load_yaml
+from orchestrator.plain_yaml import load_value
 from orchestrator.api import SearchResult, SearchSpec, resume_search, run_search, train_config
 from trainables.data.arrays import DataError
 
@@ -31,7 +32,7 @@ def _setting(text: str) -> tuple[str, Any]:
     if not sep or not key:
         raise argparse.ArgumentTypeError(f"--set wants KEY=VALUE, got {text!r}")
     try:
-        return key, load_yaml(value)
+        return key, load_value(value)
     except yaml.YAMLError:
         raise argparse.ArgumentTypeError(f"--set {key}: cannot read value {value!r}") from None
 

@@ -1,4 +1,4 @@
-"""YAML read as people write it: `1e-3` is a number, `none` is null.
+"""YAML read as people write it: `1e-3` is a number (and in `--set` values, `none` is null).
 
 PyYAML implements YAML 1.1, whose float pattern needs a dot and a signed exponent (`1.0e-3`),
 so `lr: 1e-3` arrives as the string '1e-3'. This loader keeps safe_load's plain-data-only rule
@@ -29,11 +29,17 @@ PlainLoader.add_implicit_resolver(
                  |\.(?:nan|NaN|NAN))$""", re.X),
     list("-+0123456789."))
 
-# `none` / `None` read as null too: Python users write `--set patch_size=none` for "no crop".
-PlainLoader.add_implicit_resolver("tag:yaml.org,2002:null", re.compile(r"^(?:none|None|NONE)$"),
-                                  list("nN"))
 
 
 def load(text: str) -> Any:
     """yaml.safe_load with exponent-form numbers read as floats."""
     return yaml.load(text, Loader=PlainLoader)  # noqa: S506 - PlainLoader is a SafeLoader
+
+
+def load_value(text: str) -> Any:
+    """One `--set KEY=VALUE` value: as `load`, and `none` (any case) is null, as Python users
+    write `--set patch_size=none` for "no crop". Only here: in a spec file `baseline: none` is
+    the word 'none' (no baseline), and null is spelled `null` or `~`."""
+    if text.strip().lower() == "none":
+        return None
+    return load(text)

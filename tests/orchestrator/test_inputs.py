@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from orchestrator.cli import main
-from orchestrator.plain_yaml import load
+from orchestrator.plain_yaml import load, load_value
 from orchestrator.spec import SearchSpec
 from trainables.config import TrialConfig
 
@@ -23,7 +23,10 @@ def check(capsys, *argv: str) -> tuple[int, str, str]:
                                              ("abc", "abc"), ("1.2.3", "1.2.3"),
                                              ("none", None), ("None", None), ("nonempty", "nonempty")])
 def test_yaml_reads_exponent_numbers_as_floats(text, value):
-    assert load(text) == value
+    # `load_value` reads one --set value; `load` (spec files) keeps the word 'none' a word, so
+    # `baseline: none` in a spec means no baseline.
+    assert load_value(text) == value
+    assert load(text) == (text if text in ("none", "None") else value)
 
 
 def test_exponent_lr_from_set_and_from_a_spec_file(tiny_npz, tmp_path, capsys):

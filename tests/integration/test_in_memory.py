@@ -32,8 +32,9 @@ def _arrays(tmp_path) -> dict[str, np.ndarray]:
 def _parent(tracking_uri: str, name: str):
     client = MlflowClient(tracking_uri)
     exp = client.get_experiment_by_name(name)
+    # The search's parent run (a baseline, if one ran, has its own, tagged role=baseline).
     (parent,) = [r for r in client.search_runs([exp.experiment_id])
-                 if not r.data.tags.get("mlflow.parentRunId")]
+                 if r.data.tags.get("orchestrator.role") == "search"]
     return parent
 
 

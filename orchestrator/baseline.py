@@ -45,7 +45,15 @@ def check_baseline(spec) -> None:
 def baseline_config(kind: str, base: dict[str, Any]) -> dict[str, Any]:
     """The baseline's full trial settings: the search's fixed settings, with the seeds' 'before'
     habits on top for 'seeds'."""
-    return {**base, **SEEDS_BEFORE} if kind == "seeds" else dict(base)
+    if kind != "seeds":
+        return dict(base)
+    config = {**base, **SEEDS_BEFORE}
+    if base.get("workload") == "unet3d":
+        # The 3D seed's 'before' is fp32 at full width, no checkpointing, and the small batch a
+        # volume workload runs at (batch 32 of volumes is nobody's habit and no step on few
+        # volumes).
+        config |= {"batch_size": 2, "width": 1.0, "grad_checkpointing": False}
+    return config
 
 
 def run_baseline(spec, base: dict[str, Any], out_dir: Path, out: TextIO, run_search,

@@ -34,6 +34,9 @@ PLACEMENT = "covered by tests/integration/test_placement.py::" \
 JOB = "covered by tests/integration/test_job_submit.py::" \
       "test_submitted_search_succeeds_and_records_mlflow_runs"
 
+BAD_INPUT = "covered by tests/orchestrator/test_inputs.py::" \
+            "test_bad_input_is_refused_before_ray_with_one_line"
+
 # README command shape -> a run in RUNS, or "covered by FILE::TEST".
 COMMANDS: dict[str, str] = {
     "orchestrator search": "quickstart",
@@ -76,6 +79,27 @@ COMMANDS: dict[str, str] = {
     "PACK --tracking-uri sqlite:////home/ray/mlflow.db --output-dir /home/ray/runs": JOB,
     "python -m orchestrator search ...": JOB,
     "orchestrator search ...": "quickstart",
+    "python -m orchestrator search --spec two-workers.yaml --trials 3 --epochs 1 --tracking-uri "
+    "sqlite:///$PWD/mlflow.db --output-dir $PWD/orchestrator_runs":
+        "covered by tests/integration/test_job_submit.py::"
+        "test_submitted_consecutive_worker_group_trials_all_reach_the_leaderboard",
+    "--baseline": "match_baseline",
+    "--tolerance": "match_baseline",
+    "--full-epochs": "match_baseline",
+    "--full-epochs N": "match_baseline",
+    "--objective match_baseline --tolerance 0.005": "match_baseline",
+    "--lr-scaling": "match_baseline",
+    "--rerun-duplicates": "match_baseline",
+    "--set": "options",
+    "--warm-start": "warm_seeds",
+    "--set KEY=V": "options",
+    "--set patch_size=64": BAD_INPUT,
+    "--set precision=fp16-mixed": BAD_INPUT,
+    "--set workload=": BAD_INPUT,
+    "--spatial-dims": "covered by tests/orchestrator/test_inputs.py::"
+                      "test_spatial_dims_and_patch_none_from_the_cli",
+    "orchestrator search --check ...": "check",
+    "orchestrator resume DIR": "resume",
 }
 
 TINY = ["--trials", "1", "--epochs", "1", "--cpus-per-trial", "1"]  # one in-process trial
@@ -104,6 +128,11 @@ RUNS: dict[str, list[str]] = {
     "unet3d": ["search", "--name", "unet3d", "--workload", "unet3d", *TINY],
     "own_model": ["search", "--name", "own", "--model", "examples.bring_your_own:build",
                   "--data", "{npz}", *TINY],
+    "match_baseline": ["search", "--name", "match", "--data", "{npz}", "--baseline", "seeds",
+                       "--objective", "match_baseline", "--tolerance", "0.005",
+                       "--full-epochs", "10", "--lr-scaling", "sqrt", "--rerun-duplicates",
+                       *TINY],
+    "check": ["search", "--check", "--data", "{npz}", "--name", "check", *TINY],
 }
 
 
@@ -181,15 +210,21 @@ def _board(name: str) -> pd.DataFrame:
     return pd.read_csv(Path("orchestrator_runs") / name / "leaderboard.csv")
 
 
-@pytest.mark.parametrize("name", [n for n in RUNS if n not in ("resume", "train")])
+@pytest.mark.parametrize("name", [n for n in RUNS if n not in ("resume", "train", "check")])
 def test_search_commands_run(name, workdir):
     assert _run(name, workdir) == 0
     folder = {"quickstart": "default", "spec": "wider-search", "time_to_target": "ttt",
-              "early_stopping": "asha", "own_model": "own"}.get(name, name.replace("_", "-"))
+              "early_stopping": "asha", "own_model": "own",
+              "match_baseline": "match"}.get(name, name.replace("_", "-"))
     board = _board(folder)
     assert len(board) >= 1 and board.iloc[0]["status"] in ("completed", "early_stopped")
     if name == "unet3d":
         assert 0 <= board.iloc[0]["val_dice"] <= 1 and "grad_checkpointing" in board
+
+
+def test_check_command_validates_without_running(workdir):
+    assert _run("check", workdir) == 0
+    assert not (Path("orchestrator_runs") / "check").exists()  # nothing ran, nothing written
 
 
 def test_resume_and_train_commands_run(workdir):

@@ -77,7 +77,6 @@ def test_search_ray_listens_on_loopback_only(tmp_path):
         proc.kill()
     output = proc.communicate()[0]
     assert proc.returncode == 0, output[-3000:]
-    assert "Token authentication is enabled" in output  # auth stays on
     names = " ".join(seen.values())
     assert "gcs_server" in names and "raylet" in names, f"Ray's servers not seen: {seen}"
     exposed = {f"{ip}:{port}": who for (ip, port), who in seen.items() if not is_loopback(ip)}

@@ -14,6 +14,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from orchestrator import SearchSpec, run_search
+from orchestrator.trial_book import read_journal
 
 pytestmark = pytest.mark.integration
 
@@ -70,9 +71,9 @@ def test_failed_before_first_report_and_duplicate_are_rows(ray_session, tmp_path
     assert result.best["trial_id"] == done["trial_id"]  # a duplicate never ranks
     assert "3 trials: 1 completed, 1 duplicate, 1 failed" in out.getvalue()
 
-    journal = Path(result.output_dir, "trials.jsonl").read_text().splitlines()
-    assert sorted(json.loads(line)["status"] for line in journal) == \
-        ["completed", "duplicate", "failed"]
+    finished, cut_short = read_journal(Path(result.output_dir, "trials.jsonl"))
+    assert sorted(rec.status for rec in finished.values()) == \
+        ["completed", "duplicate", "failed"] and not cut_short
     runs = _child_runs(spec.tracking_uri, "accounting")
     assert sorted((r.data.tags["status"], r.info.status) for r in runs) == \
         [("completed", "FINISHED"), ("duplicate", "FINISHED"), ("failed", "FAILED")]

@@ -188,7 +188,7 @@ def workdir(ray_session, tmp_path_factory):
         return hashlib.sha1(repr(sorted(params.items())).encode()).hexdigest()[:12]
 
     make_npz(cache / f"synthetic-{key(SYNTHETIC_DEFAULTS)}.npz", n=512, n_val=64, size=24)
-    vols = synthetic_volumes(n_train=2, n_val=1, size=24, seed=5)
+    vols = synthetic_volumes(n_train=2, n_val=1, size=32, seed=5)  # the default patch fits
     np.savez(cache / f"volumes-{key({})}.npz", x=vols.x_train, y=vols.y_train,
              x_val=vols.x_val, y_val=vols.y_val, num_classes=vols.num_classes)
     spec = [body for lang, body in fenced_blocks(_text()) if lang == "yaml"]

@@ -11,9 +11,8 @@ import sys
 from typing import TextIO
 
 from orchestrator import resources
-from orchestrator.search import describe_space, load_spec_data, prepare
+from orchestrator.search import load_spec_data, prepare, print_space
 from orchestrator.spec import SearchSpec
-from search_spaces.pin import describe_pinned
 
 
 def check_spec(spec: SearchSpec, out: TextIO | None = None) -> None:
@@ -23,7 +22,5 @@ def check_spec(spec: SearchSpec, out: TextIO | None = None) -> None:
     searched, _base, plan, pinned = prepare(spec, data, *resources.local_resources())
     print(f"ok: search {spec.name!r} ({spec.num_trials} trials x {spec.epochs} epochs) on "
           f"{data.describe()}", file=out)
-    print(f"  space: {describe_space(searched)}", file=out)
-    if pinned:
-        print(f"  {describe_pinned(pinned, spec.base)}", file=out)
+    print_space(searched, pinned, spec, out)
     print(f"  {plan.max_concurrent_trials} trial(s) at a time here", file=out)

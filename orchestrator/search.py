@@ -68,6 +68,13 @@ def prepare(spec: SearchSpec, data: ArrayData, total_cpus: int, total_gpus: int,
     return searched, base, plan, pinned
 
 
+def print_space(searched: dict, pinned, spec: SearchSpec, out: TextIO) -> None:
+    """The header's space lines, the same for a search and for `search --check`."""
+    print(f"  space: {describe_space(searched)}", file=out)
+    if pinned:
+        print(f"  {describe_pinned(pinned, spec.base)}", file=out)
+
+
 def _workers(searched: dict, base: dict) -> list[int]:
     """Every worker count a trial of this search may have."""
     if "workers" in searched:
@@ -147,9 +154,7 @@ def run_search(spec: SearchSpec, *, out: TextIO = sys.stdout,
         to_run = max(0, spec.num_trials - len(book.records))
         print(f"search {spec.name!r}: {spec.num_trials} trials x {spec.epochs} epochs on "
               f"{data.describe()}", file=out)
-        print(f"  space: {describe_space(searched)}", file=out)
-        if pinned:
-            print(f"  {describe_pinned(pinned, spec.base)}", file=out)
+        print_space(searched, pinned, spec, out)
         print(f"  {objective.formula}", file=out)
         print(f"  {plan.max_concurrent_trials} trial(s) at a time, {plan.cpus_per_trial} CPUs"
               + (f" and up to {plan.gpus_per_trial} GPUs" if plan.use_gpu else "")

@@ -55,7 +55,11 @@ def resolve_space(space: str | dict | SpaceFn, ctx: SpaceContext) -> tuple[dict,
         fn = space
     else:
         raise ValueError(f"space must be a name, a dict or a function, got {type(space).__name__}")
-    result = fn(ctx)
+    try:
+        result = fn(ctx)
+    except TypeError as err:  # not a space function: it does not take a SpaceContext
+        raise ValueError(f"space function {space!r} cannot be called with a SpaceContext: "
+                         f"{err}") from None
     if not isinstance(result, dict):
         raise ValueError(f"space function {fn!r} must return a dict of knob -> domain")
     return parse_space(result)  # a function may also return the written forms (lists, dicts)

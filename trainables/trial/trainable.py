@@ -1,8 +1,9 @@
 """One search trial: a Ray Tune function trainable that runs a Ray Train `TorchTrainer`.
 
 This is the Ray 2.60 (Train V2) way of running Train inside Tune: the Tune function builds the
-trainer itself and passes `TuneReportCallback` in the Train RunConfig, which forwards rank 0's
-`ray.train.report` metrics to Tune. The Tune function then holds no CPU of its own; the
+trainer itself, and a callback in the Train RunConfig hands rank 0's `ray.train.report` metrics
+back to it for `ray.tune.report` (trainables/trial/reports.py says why not Ray's own
+`TuneReportCallback`). The Tune function then holds no CPU of its own; the
 trainer's workers do.
 
 A single-worker trial runs the same loop on the same Ray Data pipeline in the Tune trial process
@@ -85,34 +86,13 @@ def trial_resources(ctx: TrialContext) -> Callable[[dict], Any]:
     return resources
 
 
-def _objective_report(objective: Callable[[dict], dict] | None):
-    from ray.tune.integration.ray_train import TuneReportCallback
-
-    class ObjectiveReport(TuneReportCallback):
-        """Adds the objective to every report before Tune (and so Optuna and ASHA) sees it."""
-
-        def __init__(self):
-            super().__init__()
-            self._state: dict = {}  # the objective's memory across this trial's reports
-
-        def after_report(self, run_context, metrics, checkpoint):
-            if objective is not None:
-                metrics = [objective(m, self._state) for m in metrics]
-            # `done` stays behind: Tune would end the trial on it while TorchTrainer.fit still
-            # tears its worker group down, and a reused actor's reset_config then times out
-            # (the cause of trials lost with "Trials did not complete"). The trial ends when
-            # run_trial returns, after the teardown.
-            metrics = [{k: v for k, v in m.items() if k != "done"} for m in metrics]
-            super().after_report(run_context, metrics, checkpoint)
-
-    return ObjectiveReport()
-
-
 def run_trial(sampled: dict[str, Any], ctx: TrialContext, datasets: dict) -> None:
     import ray.train
     from ray.train.torch import TorchConfig, TorchTrainer
+    from ray.util.queue import Queue
     from trainables.data.pipeline import data_config
     from trainables.status import status_of
+    from trainables.trial.reports import ObjectiveReport, forward_reports
     from trainables.trial.worker import TrialPlan, run_in_tune, train_loop_per_worker
 
     import ray.tune
@@ -142,6 +122,7 @@ def run_trial(sampled: dict[str, Any], ctx: TrialContext, datasets: dict) -> Non
     if ctx.use_gpu:
         resources["GPU"] = 1
 
+    reports = Queue(actor_options={"num_cpus": 0})
     trial_name = ray.tune.get_context().get_trial_name()
     make_trainer = lambda: TorchTrainer(  # noqa: E731 - a fresh trainer per attempt
         train_loop_per_worker,
@@ -158,7 +139,7 @@ def run_trial(sampled: dict[str, Any], ctx: TrialContext, datasets: dict) -> Non
         run_config=ray.train.RunConfig(
             name=trial_name,
             storage_path=ctx.storage_path,
-            callbacks=[_objective_report(ctx.objective)],
+            callbacks=[ObjectiveReport(reports, ctx.objective)],
             # No retries by Train: it would retry deterministic failures too (fit_group retries
             # only lost workers or nodes).
             failure_config=ray.train.FailureConfig(max_failures=0),
@@ -166,7 +147,10 @@ def run_trial(sampled: dict[str, Any], ctx: TrialContext, datasets: dict) -> Non
             checkpoint_config=ray.train.CheckpointConfig(num_to_keep=1),
         ),
     )
-    outcome = fit_group(make_trainer)
+    try:
+        outcome = forward_reports(lambda: fit_group(make_trainer), reports, ray.tune.report)
+    finally:
+        reports.shutdown(force=True)
     if outcome is not None:
         _report_outcome(ctx, cfg, outcome)
 

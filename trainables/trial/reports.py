@@ -1,0 +1,72 @@
+"""How a worker-group trial's reports reach Tune, every one of them.
+
+Ray's own bridge (`ray.tune.integration.ray_train.TuneReportCallback`) hands each report from the
+Train controller to Tune through a queue that Tune's main thread polls, while the trial's
+function thread, once `TorchTrainer.fit` returns, reports "finished". The two race: when the
+"finished" lands first, Tune ends the trial and the last report, often its only one, is never
+read (a 1-epoch trial ended `pruned` with no metrics in CI). So the controller's callback puts
+reports in a queue of our own, and the function thread itself forwards them with
+`ray.tune.report` while the trainer fits in a helper thread: one reporter, in order, nothing
+left behind when the trial returns.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import ray.train
+
+T = TypeVar("T")
+
+# How long the forwarding thread waits for a report before checking whether the fit ended.
+_POLL_S = 0.5
+
+
+class ObjectiveReport(ray.train.UserCallback):
+    """Runs in the Train controller: scores rank 0's metrics with the search's objective and
+    queues them for `forward_reports`."""
+
+    def __init__(self, reports, objective: Callable[[dict, dict], dict] | None):
+        self._reports = reports  # a ray.util.queue.Queue (an actor handle: picklable)
+        self._objective = objective
+        self._state: dict = {}  # the objective's memory across this trial's reports
+
+    def after_report(self, run_context, metrics: list[dict], checkpoint) -> None:
+        m = dict(metrics[0])  # rank 0 scores the whole validation set
+        # `done` stays behind: the trial ends when its function returns, after the worker
+        # group's teardown (a result marked done would end it while the group still tears down).
+        m.pop("done", None)
+        self._reports.put(self._objective(m, self._state) if self._objective else m)
+
+
+def forward_reports(fit: Callable[[], T], reports, report: Callable[[dict], None]) -> T:
+    """Run `fit` in a helper thread and pass each queued report to `report` from this thread,
+    until `fit` has returned and the queue is empty. Returns what `fit` returned (or raises)."""
+    from ray.util.queue import Empty
+
+    outcome: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            outcome["value"] = fit()
+        except BaseException as err:  # noqa: BLE001 - re-raised in the calling thread
+            outcome["error"] = err
+
+    # A daemon: when Tune stops the trial mid-fit, the trial's actor exits without waiting.
+    thread = threading.Thread(target=target, name="trial-fit", daemon=True)
+    thread.start()
+    while True:
+        # Read before taking: every report queued before fit returned is still taken below.
+        finished = not thread.is_alive()
+        try:
+            item = reports.get(block=not finished, timeout=None if finished else _POLL_S)
+        except Empty:
+            if finished:
+                break
+            continue
+        report(item)
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome.get("value")

@@ -21,6 +21,7 @@ from orchestrator.importance import importance_artifacts, importance_lines, knob
 from orchestrator.interrupt import Interrupts, close_interrupted
 from orchestrator.pareto import pareto_png
 from orchestrator.report import add_baseline_row, headline
+from orchestrator.stopper import target_stopper
 from orchestrator.result import SearchResult, trials_table
 from orchestrator.spec import SearchSpec
 from orchestrator.tracking import MlflowTracker, Tracker
@@ -218,6 +219,9 @@ def _tuner(spec, ctx, datasets, searched, base, objective, plan, book, num_sampl
             metric=objective.metric, mode=objective.mode, time_attr="training_iteration",
             max_t=spec.epochs, grace_period=spec.grace_period,
             reduction_factor=spec.reduction_factor)
+    stopper = target_stopper(objective)
+    if stopper is not None:
+        book.stop_reasons = stopper.stopped
     return tune.Tuner(
         trainable,
         param_space=searched,
@@ -242,6 +246,7 @@ def _tuner(spec, ctx, datasets, searched, base, objective, plan, book, num_sampl
             checkpoint_config=tune.CheckpointConfig(num_to_keep=1),
             # result.json per trial (what Tune's ResultGrid reads), nothing heavier.
             callbacks=[book, JsonLoggerCallback()],
+            stop=stopper,
         ),
     )
 

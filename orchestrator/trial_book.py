@@ -112,6 +112,8 @@ class TrialBook(Callback):
         self.journal = journal
         self.base = base or {}  # the fixed settings: with a trial's knobs, its whole config
         self.records, self.cut_short = read_journal(journal)
+        # trial id -> (status, reason) of trials a stopper ended (orchestrator/stopper.py).
+        self.stop_reasons: dict[str, tuple[str, str]] = {}
         for rec in self.records.values():  # a resumed search's finished trials count as run
             self._tell_ledger(rec)
 
@@ -216,10 +218,12 @@ class TrialBook(Callback):
             return
         rec = self.records.get(trial.trial_id)
         status = rec.status if rec else "failed"
-        # A trial that ends while still 'running' was stopped by the scheduler or the budget.
+        # A trial that ends while still 'running' was stopped by a stopper, the scheduler or
+        # the budget.
         reason = rec.reason if rec else None
         if status == "running":
-            status, reason = "pruned", "stopped early by the search (scheduler or time budget)"
+            status, reason = self.stop_reasons.get(
+                trial.trial_id, ("pruned", "stopped early by the search (scheduler or time budget)"))
         self._finish(trial, status, reason)
 
     def on_trial_error(self, iteration, trials, trial, **info):

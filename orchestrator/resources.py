@@ -136,6 +136,9 @@ def init_ray() -> bool:
     # Save the experiment state (trials, searcher) every 2 s so that a killed driver can be
     # resumed close to where it stopped; the state of a search is a few kB.
     os.environ.setdefault("TUNE_GLOBAL_CHECKPOINT_S", "2")
+    # ...and an in-process trial's checkpoint each epoch forces one too (num_to_keep=1): a few kB,
+    # not the "bottleneck" Tune warns of after every short epoch.
+    os.environ.setdefault("TUNE_WARN_EXCESSIVE_EXPERIMENT_CHECKPOINT_SYNC_THRESHOLD_S", "0")
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     logging.getLogger("mlflow").setLevel(logging.WARNING)
     ray.data.DataContext.get_current().enable_progress_bars = False

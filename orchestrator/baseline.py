@@ -56,6 +56,16 @@ def baseline_config(kind: str, base: dict[str, Any]) -> dict[str, Any]:
     return config
 
 
+def baseline_epochs(spec, config: dict[str, Any]) -> int:
+    """match_baseline asks for the accuracy of the user's real run: with `full_epochs` the
+    baseline trains that long (the trials may then need as many epochs; the target stopper ends
+    each once it is decided). Otherwise the baseline runs as long as a trial, and the others
+    objectives compare projected full runs."""
+    if spec.objective == "match_baseline" and spec.full_epochs:
+        return int(spec.full_epochs)
+    return int(config.get("epochs", spec.epochs))
+
+
 def run_baseline(spec, base: dict[str, Any], out_dir: Path, out: TextIO, run_search,
                  resume: bool = False) -> dict | None:
     """Run the baseline as a one-trial search (`run_search`, passed in by the search driver so
@@ -69,7 +79,7 @@ def run_baseline(spec, base: dict[str, Any], out_dir: Path, out: TextIO, run_sea
         return json.loads((out_dir / BASELINE_FILE).read_text())
     config = baseline_config(kind, base)
     sub = dataclasses.replace(
-        spec, space={}, base=config, epochs=int(config.get("epochs", spec.epochs)),
+        spec, space={}, base=config, epochs=baseline_epochs(spec, config),
         num_trials=1, baseline="none", objective="weighted", target=None, warm_start=None,
         early_stopping=False, time_budget_s=None, output_dir=str(out_dir / "baseline"))
     print(f"baseline ({kind}): {_short(config, base)}", file=out, flush=True)

@@ -111,8 +111,9 @@ def make_searcher(spec: SearchSpec, objective, searched: dict, base: dict, histo
         seeded = {"study_name": spec.name,
                   "storage": seeded_storage(history, searched, objective.metric, objective.mode,
                                             spec.name)}
+    # The seed lives in the sampler (OptunaSearch ignores its own `seed` next to a sampler).
     return TruthfulOptunaSearch(metric=objective.metric, mode=objective.mode, sampler=sampler,
-                                seed=seed, points_to_evaluate=points or None, **seeded)
+                                points_to_evaluate=points or None, **seeded)
 
 
 def run_search(spec: SearchSpec, *, out: TextIO = sys.stdout,
@@ -136,6 +137,7 @@ def run_search(spec: SearchSpec, *, out: TextIO = sys.stdout,
     if not joining:
         searched, base, plan, pinned = prepare(spec, data, *resources.local_resources())
     started_ray = resources.init_ray()
+    ledger = None
     try:
         if joining:
             searched, base, plan, pinned = prepare(spec, data, *resources.cluster_resources())
@@ -149,8 +151,9 @@ def run_search(spec: SearchSpec, *, out: TextIO = sys.stdout,
         tracker = tracker or MlflowTracker(spec.resolved_tracking_uri(),
                                            artifact_root=spec.resolved_artifact_root(),
                                            fallback_dir=folder.root, outbox_file=folder.outbox)
+        ledger = None if spec.rerun_duplicates else start_ledger()
         book = TrialBook(tracker, spec.num_trials, spec.epochs, out=out, journal=folder.journal,
-                         base=base, ledger=None if spec.rerun_duplicates else start_ledger(),
+                         base=base, ledger=ledger,
                          seed=base.get("seed", spec.seed))
         to_run = max(0, spec.num_trials - len(book.records))
         print(f"search {spec.name!r}: {spec.num_trials} trials x {spec.epochs} epochs on "
@@ -198,6 +201,8 @@ def run_search(spec: SearchSpec, *, out: TextIO = sys.stdout,
         return _finish(spec, searched, base, book, tracker, objective, folder, started,
                        baseline)
     finally:
+        if ledger is not None:  # one per search: a long-lived session (a notebook) keeps none
+            ray.kill(ledger)
         if started_ray:
             ray.shutdown()
 

@@ -28,6 +28,7 @@ def test_seeds_baseline_then_match_baseline_search(ray_session, tmp_path):
         objective="match_baseline", tolerance=0.05, full_epochs=10,
         output_dir=str(tmp_path / "runs"), tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
     result = run_search(spec, out=io.StringIO())
+    _assert_no_ledger_left()
 
     # The baseline ran first, with the seeds' habits, and is not one of the 3 trials.
     base = result.baseline
@@ -80,3 +81,22 @@ def test_seeds_baseline_then_match_baseline_search(ray_session, tmp_path):
                   and r.data.tags.get("baseline") != "true"]
     assert len(trial_runs) == 3
     assert all("final_full_run_s" in r.data.metrics for r in trial_runs)
+
+
+def _assert_no_ledger_left(timeout_s: float = 20.0) -> None:
+    """Each search (the baseline is one) kills its duplicate ledger actor when it ends: a
+    session that runs many searches (a notebook, this test suite) keeps none of them."""
+    import time
+
+    import ray
+    from ray.util.state import list_actors
+
+    address = ray.get_runtime_context().gcs_address
+
+    deadline = time.time() + timeout_s
+    while True:
+        alive = list_actors(address=address, filters=[("class_name", "=", "Ledger"), ("state", "=", "ALIVE")])
+        if not alive or time.time() > deadline:
+            break
+        time.sleep(0.5)
+    assert not alive, alive

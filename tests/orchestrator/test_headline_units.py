@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 
 from orchestrator import SearchSpec
-from orchestrator.baseline import SEEDS_BEFORE, baseline_config, resolved_kind, with_baseline
+from orchestrator.baseline import (SEEDS_BEFORE, baseline_config, baseline_epochs, resolved_kind,
+                                   with_baseline)
 from orchestrator.cli import build_parser, spec_from_args
 from orchestrator.importance import importance_lines, knob_importance
 from orchestrator.objective import make_objective, projected_time
@@ -99,6 +100,15 @@ def test_baseline_option_is_validated_and_defaults_by_workload(tiny_npz):
     assert seeds == {"width": 0.5, "lr": 0.01, **SEEDS_BEFORE}
     assert seeds["loop"] == "legacy" and seeds["batch_size"] == 32
     TrialConfig.from_dict(seeds)  # a valid trial
+
+
+def test_match_baseline_runs_the_baseline_as_long_as_the_real_run(tiny_npz):
+    spec = SearchSpec(data=tiny_npz, epochs=3, objective="match_baseline", full_epochs=12)
+    assert baseline_epochs(spec, {}) == 12  # the accuracy of the user's real run
+    assert baseline_epochs(SearchSpec(data=tiny_npz, epochs=3, objective="match_baseline"),
+                           {}) == 3
+    # The other objectives project the baseline's trial-length run to full_epochs instead.
+    assert baseline_epochs(SearchSpec(data=tiny_npz, epochs=3, full_epochs=12), {}) == 3
 
 
 def test_cli_flags_reach_the_spec():

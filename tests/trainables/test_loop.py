@@ -95,6 +95,17 @@ def test_early_stopping_stops(tiny_npz):
     assert len(reports) == 2
 
 
+def test_the_legacy_loop_keeps_the_same_early_stopping_rule(tiny_npz):
+    # The baseline trains "until it stops improving" as the optimized loop would.
+    from tests.trainables.helpers import fit_legacy_local
+
+    reports: list[dict] = []
+    fit_legacy_local(tiny_npz, reports, epochs=6, early_stop_patience=1,
+                     **{**TINY, "lr": 1e-12, "loader_workers": 0})
+    assert reports[-1]["status"] == "early_stopped"
+    assert len(reports) == 2
+
+
 def test_divergence_is_a_status_not_a_crash(tiny_npz):
     reports: list[dict] = []
     final = fit_local(tiny_npz, reports, epochs=3, sync_every=2, **{**TINY, "lr": 1e6})

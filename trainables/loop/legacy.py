@@ -130,8 +130,14 @@ def fit_legacy(cfg: TrialConfig, meta: DataMeta, io: LoopIO, x: torch.Tensor,
         st.val = task.validate(raw_model, io.val_batches, cfg.patch_size, autocast,
                                io.all_reduce, fmt, device, io.rank == 0)
         st.eval_time += time.perf_counter() - t_val
-        st.best_score = max(st.best_score, st.val["val_score"])
-        status = TrialStatus.DIVERGED if not math.isfinite(train_loss) else None
+        # Early stopping is when a run ends, not a speed habit: the baseline keeps the same rule.
+        if st.val["val_score"] > st.best_score:
+            st.best_score, st.stale = st.val["val_score"], 0
+        else:
+            st.stale += 1
+        status = TrialStatus.DIVERGED if not math.isfinite(train_loss) else \
+            TrialStatus.EARLY_STOPPED if cfg.early_stop_patience and \
+            st.stale >= cfg.early_stop_patience else None
         metrics = epoch_metrics(cfg, st, train_loss=train_loss, world_size=io.world_size,
                                 lr=optimizer.param_groups[0]["lr"], device=device, status=status)
         io.report(metrics)

@@ -7,11 +7,13 @@ match_baseline search finds, measured end to end in one run (issue 17).
 Per workload:
  1. the seeds baseline (legacy loop, fp32, batch 32) trains until its validation score stops
     improving (`--patience` epochs without a new best, at most `--max-epochs`): score S, and
-    the training time at which it first reached S;
- 2. a match_baseline search (its own seeds baseline at the trial length, then `--trials`
-    trials; `--budget` seconds at most) finds a configuration;
- 3. that configuration is trained again from scratch, as `orchestrator train` does, for up to
-    `--max-epochs`: its training time until val_score >= S - tolerance;
+    the training time at which it first reached S (epoch E);
+ 2. a match_baseline search with `full_epochs=E`: its own seeds baseline trains E epochs (the
+    same run: S again, and the time to it), then `--trials` trials planned for `--max-epochs`,
+    each stopped once decided: at the epoch it reaches S - tolerance, or once its training time
+    passes the baseline's (`--budget` seconds at most for the search);
+ 3. that configuration is trained again from scratch, as `orchestrator train` does, until
+    val_score >= S - tolerance (a time_to_target run: it stops there);
  4. both times, both scores, the ratio, the search's cost and its payback in full runs.
 Training times are `train_time_s` (inside the training steps). Before each run the script waits
 until every CPU of the previous run is free again, so no leftover actor shares the cores.
@@ -32,11 +34,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from orchestrator import SearchSpec, run_search, train_config  # noqa: E402
 from orchestrator.baseline import SEEDS_BEFORE  # noqa: E402
 
-SPACES = {  # the knobs the seeds and the loop offer; lr follows the batch (sqrt rule)
+SPACES = {  # the knobs the seeds and the loop offer, and the rule by which lr follows the batch
     "classifier": {"precision": ["fp32", "bf16-mixed"], "batch_size": [32, 64, 128, 256],
-                   "width": [0.5, 1.0], "channels_last": [False, True]},
+                   "width": [0.5, 1.0], "channels_last": [False, True],
+                   "lr_scaling": ["sqrt", "linear"]},
     "unet3d": {"precision": ["fp32", "bf16-mixed"], "batch_size": [2, 4, 8],
-               "width": [0.5, 1.0], "patch_size": [16, 24]},
+               "width": [0.5, 1.0], "patch_size": [16, 24], "lr_scaling": ["sqrt", "linear"]},
 }
 
 
@@ -82,10 +85,12 @@ def time_to(history, target: float) -> tuple[float, float, int]:
 
 def run_workload(workload: str, args, root: Path, uri: str) -> dict:
     common = {"output_dir": str(root / "runs"), "tracking_uri": uri, "seed": args.seed}
-    # 1. the baseline until its score stops improving
+    # 1. the baseline until its score stops improving (the legacy loop early-stops too)
     wait_idle()
     base_cfg = {"workload": workload, **SEEDS_BEFORE, "epochs": args.max_epochs,
                 "early_stop_patience": args.patience, "seed": args.seed}
+    if workload == "unet3d":  # the 3D seed's habits (orchestrator/baseline.py)
+        base_cfg |= {"batch_size": 2, "width": 1.0, "grad_checkpointing": False}
     cfg_path = root / f"{workload}-baseline.json"
     cfg_path.write_text(json.dumps({"name": f"headline-{workload}", "data": None,
                                     "config": base_cfg}))
@@ -93,18 +98,17 @@ def run_workload(workload: str, args, root: Path, uri: str) -> dict:
     base = train_config(cfg_path, name=f"headline-{workload}-baseline", workload=workload,
                         **common)
     base_hist = epoch_history(uri, base.parent_run_id)
-    base_hist = base_hist[: _stop_epoch(base_hist, args.patience)]
     s, s_time, s_epoch = plateau(base_hist, args.patience)
     base_wall = time.time() - t0
     target = s - args.tolerance
 
-    # 2. the search
+    # 2. the search: trials as long as they need, each stopped once decided
     wait_idle()
     spec = SearchSpec(name=f"headline-{workload}-search", workload=workload,
-                      space=SPACES[workload], epochs=args.trial_epochs,
+                      space=SPACES[workload], epochs=args.max_epochs,
                       num_trials=args.trials, time_budget_s=args.budget,
                       objective="match_baseline", baseline="seeds", tolerance=args.tolerance,
-                      full_epochs=s_epoch or None, **common)
+                      full_epochs=s_epoch, early_stopping=False, **common)
     search = run_search(spec)
     search_cost = search.wall_time_s
 
@@ -113,27 +117,17 @@ def run_workload(workload: str, args, root: Path, uri: str) -> dict:
     found = {}
     if search.best_config_path:
         again = train_config(search.best_config_path, name=f"headline-{workload}-found",
-                             epochs=args.max_epochs, workload=workload, **common)
+                             epochs=args.max_epochs, workload=workload,
+                             objective="time_to_target", target=target, **common)
         found_t, found_s, found_e = time_to(epoch_history(uri, again.parent_run_id), target)
         found = {"config": {k: search.best_config[k] for k in SPACES[workload]},
                  "time_s": found_t, "score": found_s, "epoch": found_e}
+    in_search = search.baseline or {}
     return {"workload": workload, "S": s, "target": target, "baseline_time_s": s_time,
             "baseline_epoch": s_epoch, "baseline_wall_s": base_wall, "found": found,
-            "search_cost_s": search_cost}
-
-
-def _stop_epoch(history, patience: int) -> int:
-    """Epochs an early-stopping run with this patience would have run (the legacy loop does
-    not stop by itself, so the history is cut here)."""
-    best, stale = -math.inf, 0
-    for i, (_, score, _) in enumerate(history, 1):
-        if score > best:
-            best, stale = score, 0
-        else:
-            stale += 1
-            if stale >= patience:
-                return i
-    return len(history)
+            "search_cost_s": search_cost, "search_baseline_score": in_search.get("val_score"),
+            "search_baseline_time_s": in_search.get("train_time_s"),
+            "trials": search.trials.to_dict("records")}
 
 
 def report(r: dict) -> list[str]:
@@ -149,6 +143,17 @@ def report(r: dict) -> list[str]:
     lines.append(f"speedup                {ratio:.2f}x" if ratio == ratio else
                  "speedup                none: the found config did not reach the target")
     lines.append(f"found config           {f.get('config')}")
+    if r.get("search_baseline_score") is not None:
+        lines.append(f"search's own baseline  {r['search_baseline_score']:.4f} after "
+                     f"{r['baseline_epoch']} epochs in {r['search_baseline_time_s']:.1f} s "
+                     "(the same seeds run again: its S and time set the search's target)")
+    lines.append("search's trials        status, knobs, time to target or why it stopped:")
+    for t in (t for t in r.get("trials", []) if t.get("role") == "trial"):
+        knobs = {k: t.get(k) for k in SPACES[r["workload"]]}
+        tt = t.get("time_to_target_s")
+        what = f"{tt:.1f} s to target" if isinstance(tt, float) and tt == tt else \
+            (t.get("reason") or f"best {t.get('val_score', math.nan):.4f}")
+        lines.append(f"  {t.get('status', ''):14}{knobs}  {what}")
     lines.append(f"search cost            {r['search_cost_s']:.0f} s wall")
     if saved == saved and saved > 0:
         lines.append(f"payback                after {r['search_cost_s'] / saved:.1f} runs "
@@ -162,17 +167,16 @@ def main(argv=None) -> None:
     ap.add_argument("--workloads", nargs="+", default=None)
     ap.add_argument("--max-epochs", type=int, default=None)
     ap.add_argument("--patience", type=int, default=None)
-    ap.add_argument("--trial-epochs", type=int, default=None)
     ap.add_argument("--trials", type=int, default=None)
     ap.add_argument("--budget", type=float, default=None, help="search budget, s per workload")
     ap.add_argument("--tolerance", type=float, default=0.005)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default=None, help="folder for runs and MLflow (default: a temp)")
     args = ap.parse_args(argv)
-    quick = {"workloads": ["classifier"], "max_epochs": 6, "patience": 2, "trial_epochs": 2,
-             "trials": 4, "budget": 600.0}
+    quick = {"workloads": ["classifier"], "max_epochs": 6, "patience": 2, "trials": 4,
+             "budget": 600.0}
     full = {"workloads": ["classifier", "unet3d"], "max_epochs": 30, "patience": 3,
-            "trial_epochs": 3, "trials": 20, "budget": 1800.0}
+            "trials": 20, "budget": 1800.0}
     for key, value in (quick if args.quick else full).items():
         if getattr(args, key) is None:
             setattr(args, key, value)

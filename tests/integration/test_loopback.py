@@ -55,6 +55,25 @@ def _listening(root: psutil.Process) -> dict[tuple[str, int], str]:
     return found
 
 
+def _auth_modes(root: psutil.Process) -> dict[str, str | None]:
+    """Process name -> RAY_AUTH_MODE in its environment, for Ray's GCS and raylet under `root`
+    (a local `ray.init` turns token authentication on by setting it, and every Ray process
+    reads its mode from there)."""
+    modes = {}
+    try:
+        procs = [root, *root.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return modes
+    for proc in procs:
+        try:
+            name = proc.name()
+            if name in ("gcs_server", "raylet"):
+                modes[name] = proc.environ().get("RAY_AUTH_MODE")
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            continue
+    return modes
+
+
 def test_search_ray_listens_on_loopback_only(tmp_path):
     spec = {"name": "loopback", "baseline": "none",
             "data": make_npz(tmp_path / "tiny.npz"), "num_trials": 1,
@@ -62,16 +81,19 @@ def test_search_ray_listens_on_loopback_only(tmp_path):
             "tracking_uri": f"sqlite:///{tmp_path / 'mlflow.db'}",
             "base": {"batch_size": 16, "lr": 0.01, "patch_size": 12, "workers": 1}}
     (tmp_path / "spec.yaml").write_text(yaml.safe_dump(spec))
-    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}  # start a local Ray
+    # Start a local Ray, with Ray's own default for its authentication (no mode set).
+    env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "RAY_AUTH_MODE")}
     env["ORCHESTRATOR_CACHE"] = str(tmp_path / "cache")
     proc = subprocess.Popen(
         [sys.executable, "-m", "orchestrator", "search", "--spec", str(tmp_path / "spec.yaml")],
         cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     root = psutil.Process(proc.pid)
     seen: dict[tuple[str, int], str] = {}
+    modes: dict[str, str | None] = {}
     deadline = time.time() + 240
     while proc.poll() is None and time.time() < deadline:
         seen |= _listening(root)  # Ray's processes come and go: sample all along the search
+        modes |= _auth_modes(root)
         time.sleep(0.3)
     if proc.poll() is None:
         proc.kill()
@@ -81,3 +103,6 @@ def test_search_ray_listens_on_loopback_only(tmp_path):
     assert "gcs_server" in names and "raylet" in names, f"Ray's servers not seen: {seen}"
     exposed = {f"{ip}:{port}": who for (ip, port), who in seen.items() if not is_loopback(ip)}
     assert not exposed, f"listening beyond loopback: {exposed}"
+    # Binding to loopback did not trade away Ray's token authentication.
+    assert set(modes) == {"gcs_server", "raylet"}, modes
+    assert all(mode == "token" for mode in modes.values()), modes

@@ -5,6 +5,7 @@ it is (issue 17, item 1).
            worker, DataLoader, a fixed lr (no scaling), no compile, no channels_last
     base   the search's fixed settings (`base`) as they are: what you run today
     none   no baseline
+    PATH   a baseline measured before: the `baseline.json` of an earlier search (not run again)
 
 It runs as a one-trial search of its own (same data, same MLflow experiment, its folder
 `<output_dir>/<name>/baseline/`) before the search, outside `num_trials`. Its MLflow parent run
@@ -34,12 +35,36 @@ def resolved_kind(spec) -> str:
     return spec.baseline or ("base" if spec.model is not None else "seeds")
 
 
+# What a recorded baseline (a baseline.json of an earlier search) must hold.
+RECORD_FIELDS = ("kind", "config", "status", "val_score", "train_time_s")
+
+
 def check_baseline(spec) -> None:
     if spec.baseline is not None and spec.baseline not in BASELINES:
-        raise ValueError(f"baseline must be one of {list(BASELINES)} (got {spec.baseline!r})")
+        load_record(spec.baseline)  # else a recorded baseline: it must read as one
     if spec.objective == "match_baseline" and resolved_kind(spec) == "none":
         raise ValueError("objective 'match_baseline' needs a baseline: use --baseline seeds "
                          "or --baseline base")
+
+
+def load_record(path: str | Path) -> dict:
+    """A baseline measured before (the `baseline.json` a search writes): a search given its path
+    compares with it instead of running the baseline again."""
+    file = Path(path)
+    if not file.is_file():
+        raise ValueError(f"baseline must be one of {list(BASELINES)} or the path of a recorded "
+                         f"baseline (a search's baseline.json); got {str(path)!r}")
+    try:
+        record = json.loads(file.read_text())
+    except ValueError as err:
+        raise ValueError(f"baseline {path}: not JSON ({err})") from None
+    missing = [k for k in RECORD_FIELDS if not isinstance(record, dict) or k not in record]
+    if missing:
+        raise ValueError(f"baseline {path}: not a recorded baseline, missing {missing}")
+    if record["status"] not in ("completed", "early_stopped") or \
+            not all(math.isfinite(float(record[k])) for k in ("val_score", "train_time_s")):
+        raise ValueError(f"baseline {path}: has no result ({record['status']})")
+    return record
 
 
 def baseline_config(kind: str, base: dict[str, Any]) -> dict[str, Any]:
@@ -77,6 +102,12 @@ def run_baseline(spec, base: dict[str, Any], out_dir: Path, out: TextIO, run_sea
         return None
     if resume and (out_dir / BASELINE_FILE).is_file():
         return json.loads((out_dir / BASELINE_FILE).read_text())
+    if kind not in BASELINES:  # measured before: compare with it, do not run it again
+        record = load_record(kind)
+        (out_dir / BASELINE_FILE).write_text(json.dumps(record, indent=2, default=str))
+        print(f"baseline (recorded in {kind}): val_score {record['val_score']:.4f} in "
+              f"{record['train_time_s']:.1f} s of training", file=out, flush=True)
+        return record
     config = baseline_config(kind, base)
     sub = dataclasses.replace(
         spec, space={}, base=config, epochs=baseline_epochs(spec, config),
@@ -110,7 +141,8 @@ def with_baseline(objective, record: dict | None):
     if objective.name == "match_baseline":
         return dataclasses.replace(objective, baseline_score=record["val_score"],
                                    baseline_s=record["train_time_s"])
-    return dataclasses.replace(objective, baseline_s=record["full_run_s"])
+    return dataclasses.replace(objective,
+                               baseline_s=record.get("full_run_s") or record["train_time_s"])
 
 
 def baseline_row(record: dict | None, knobs: list[str]) -> dict | None:
@@ -118,9 +150,10 @@ def baseline_row(record: dict | None, knobs: list[str]) -> dict | None:
     if record is None:
         return None
     cfg = record["config"]
-    return {"rank": 0, "trial_id": record["trial_id"], "status": record["status"],
+    return {"rank": 0, "trial_id": record.get("trial_id"), "status": record["status"],
             **{k: cfg.get(k) for k in knobs}, "val_score": record["val_score"],
-            "train_time_s": record["train_time_s"], "full_run_s": record["full_run_s"],
+            "train_time_s": record["train_time_s"],
+            "full_run_s": record.get("full_run_s") or record["train_time_s"],
             "speedup_vs_baseline": 1.0, "role": "baseline"}
 
 

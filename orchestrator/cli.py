@@ -56,8 +56,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="wall-clock budget of the whole search, seconds")
     s.add_argument("--objective", choices=["weighted", "time_to_target", "pareto",
                                            "match_baseline"])
-    s.add_argument("--baseline", choices=["seeds", "base", "none"],
-                   help="trial run first to compare with (default: seeds; base for --model)")
+    s.add_argument("--baseline", metavar="seeds|base|none|PATH",
+                   help="trial run first to compare with (default: seeds; base for --model), "
+                        "or an earlier search's baseline.json to compare with again")
     s.add_argument("--tolerance", type=float,
                    help="match_baseline: accuracy that may be lost vs the baseline (0.005)")
     s.add_argument("--full-epochs", type=int,

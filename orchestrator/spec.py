@@ -59,7 +59,9 @@ class SearchSpec:
     baseline: str | None = None
     """A trial run first, outside `num_trials`, that every trial is compared with: 'seeds' (the
     legacy loop with the seed write-ups' 'before' habits), 'base' (your `base` settings as you
-    run them today) or 'none'. Default: 'seeds' for built-in workloads, 'base' for your model."""
+    run them today), 'none', or the path of a baseline measured before (an earlier search's
+    `baseline.json`: compared with, not run again). Default: 'seeds' for built-in workloads,
+    'base' for your model."""
     tolerance: float = 0.005
     """match_baseline objective: accuracy that may be given up against the baseline's score."""
     full_epochs: int | None = None

@@ -102,6 +102,44 @@ def test_baseline_option_is_validated_and_defaults_by_workload(tiny_npz):
     TrialConfig.from_dict(seeds)  # a valid trial
 
 
+def test_a_recorded_baseline_is_compared_with_not_run_again(tiny_npz, tmp_path):
+    import io
+    import json
+
+    from orchestrator.baseline import run_baseline
+
+    record = {"kind": "seeds", "config": {"batch_size": 32}, "status": "completed",
+              "val_score": 0.9, "train_time_s": 120.0, "full_run_s": 120.0}
+    path = tmp_path / "baseline.json"
+    path.write_text(json.dumps(record))
+    spec = SearchSpec(data=tiny_npz, objective="match_baseline", baseline=str(path))
+
+    def must_not_run(*args, **kwargs):
+        raise AssertionError("a recorded baseline ran again")
+
+    folder = tmp_path / "search"
+    folder.mkdir()
+    out = io.StringIO()
+    assert run_baseline(spec, {}, folder, out, must_not_run) == record
+    assert json.loads((folder / "baseline.json").read_text()) == record  # kept with the search
+    assert "recorded in" in out.getvalue()
+    objective = with_baseline(spec.make_objective(), record)
+    assert objective.target == pytest.approx(0.895) and objective.baseline_s == 120.0
+
+    # Anything else is refused before any work, saying what a baseline may be.
+    with pytest.raises(ValueError, match="or the path of a recorded baseline"):
+        SearchSpec(data=tiny_npz, baseline=str(tmp_path / "missing.json"))
+    (tmp_path / "bad.json").write_text("{not json")
+    with pytest.raises(ValueError, match="not JSON"):
+        SearchSpec(data=tiny_npz, baseline=str(tmp_path / "bad.json"))
+    (tmp_path / "partial.json").write_text(json.dumps({"kind": "seeds", "val_score": 0.9}))
+    with pytest.raises(ValueError, match="missing"):
+        SearchSpec(data=tiny_npz, baseline=str(tmp_path / "partial.json"))
+    (tmp_path / "failed.json").write_text(json.dumps({**record, "status": "failed"}))
+    with pytest.raises(ValueError, match="has no result"):
+        SearchSpec(data=tiny_npz, baseline=str(tmp_path / "failed.json"))
+
+
 def test_match_baseline_runs_the_baseline_as_long_as_the_real_run(tiny_npz):
     spec = SearchSpec(data=tiny_npz, epochs=3, objective="match_baseline", full_epochs=12)
     assert baseline_epochs(spec, {}) == 12  # the accuracy of the user's real run

@@ -78,10 +78,13 @@ def main(argv=None) -> None:
             except OSError:
                 time.sleep(0.5)
         ids = json.dumps([r.info.run_id for r in trials])
+        # MLflow 3.17's UI opens in its GenAI mode; the training views are its 'machine_learning'
+        # mode (the "Model training" switch at the top left).
+        mode = "workflowType=machine_learning"
         query = urllib.parse.urlencode({"runs": ids, "experiments": json.dumps([exp.experiment_id])})
-        shoot(f"{base}/#/compare-runs?{query}", ROOT / "docs" / "mlflow-compare.png", 1700)
+        shoot(f"{base}/#/compare-runs?{query}&{mode}", ROOT / "docs" / "mlflow-compare.png", 1700)
         first = trials[0]
-        shoot(f"{base}/#/experiments/{exp.experiment_id}/runs/{first.info.run_id}",
+        shoot(f"{base}/#/experiments/{exp.experiment_id}/runs/{first.info.run_id}?{mode}",
               ROOT / "docs" / "mlflow-trial-run.png", 1500)
     finally:
         server.terminate()

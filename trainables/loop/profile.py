@@ -15,7 +15,8 @@ Rules (each a why):
 * Candidates are timed one switch at a time, the others at the picks so far, the config's own
   value first (a tie keeps it): 2-3 candidates per switch instead of their product.
 * `WARMUP_STEPS` untimed steps per candidate (first kernels, allocator growth, compilation),
-  then `TIMED_STEPS` timed ones, the device synced around them: the steady time per step.
+  then `TIMED_STEPS` timed ones, each synced: the steady time per step is their median (a step
+  that lost its core to another process on a shared machine says nothing about the candidate).
 * torch.compile is judged by its steady step time plus its one-off cost (the warm-up steps'
   time beyond steady steps: the compilation) spread over the trial's planned steps, i.e. by
   the trial's estimated training time `one_off + steady x planned steps`. A compile that costs
@@ -39,6 +40,7 @@ from __future__ import annotations
 import dataclasses
 import gc
 import math
+import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -60,7 +62,7 @@ PROFILED = ("channels_last", "compile", "cudnn_benchmark")
 # Report key prefix of a pick ("pick.channels_last"): the leaderboard column and MLflow tag.
 PICK_PREFIX = "pick."
 WARMUP_STEPS = 2
-TIMED_STEPS = 4
+TIMED_STEPS = 5
 
 
 @dataclass(frozen=True)
@@ -212,14 +214,18 @@ class StepTimer:
                 step(x, y, True)
             sync(device)
             t1 = time.perf_counter()
+            times = []
             for _ in range(TIMED_STEPS):
+                t = time.perf_counter()
                 step(x, y, True)
-            sync(device)
-            t2 = time.perf_counter()
+                sync(device)  # per step: the median below needs each step's own time
+                times.append(time.perf_counter() - t)
         finally:
             del model, step
             gc.collect()
             if device.type == "cuda":
                 torch.cuda.empty_cache()
-        steady = (t2 - t1) / TIMED_STEPS
+        # The median, not the mean: a step that lost its core to another process (a shared
+        # machine) says nothing about the candidate.
+        steady = statistics.median(times)
         return Timing(steady, max(0.0, (t1 - t0) - WARMUP_STEPS * steady))

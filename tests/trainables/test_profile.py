@@ -152,6 +152,9 @@ def test_only_what_may_matter_is_profiled():
     assert "cudnn_benchmark" not in sets  # no cuDNN on CPU
     assert sets["channels_last"][0] == {"channels_last": True}  # the config's own value first
     assert sets["compile"] == [{"compile": False}, {"compile": True, "compile_mode": "default"}]
+    chosen = TrialConfig(compile_mode="max-autotune")  # a mode the user chose is the one timed
+    assert candidates(chosen, META, cpu, ("compile",))["compile"][1:] == [
+        {"compile": True, "compile_mode": "max-autotune"}]
     for dims in (0, 1):  # feature vectors and signals have no channels-last layout
         assert candidates(cfg, DataMeta(1, 3, spatial_dims=dims), cpu, ("channels_last",)) == {}
     assert profile(cfg, DataMeta(1, 3, spatial_dims=1), _io(), ("channels_last",)).picks == {}

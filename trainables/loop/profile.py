@@ -120,8 +120,11 @@ def candidates(cfg: TrialConfig, meta: DataMeta, device: torch.device,
         own_first("channels_last", [{"channels_last": False}, {"channels_last": True}])
     if "compile" in switches:
         # reduce-overhead (CUDA graphs) only on CUDA; max-autotune's minutes of tuning never
-        # pay off in a profile.
+        # pay off in a profile. A mode other than the default was chosen (--set compile_mode,
+        # or the space): only that one is timed.
         modes = ["default"] + (["reduce-overhead"] if device.type == "cuda" else [])
+        if cfg.compile_mode != "default":
+            modes = [cfg.compile_mode]
         own_first("compile", [{"compile": False}]
                   + [{"compile": True, "compile_mode": m} for m in modes])
     if "cudnn_benchmark" in switches and device.type == "cuda":  # no cuDNN on CPU

@@ -140,7 +140,11 @@ def profile(cfg: TrialConfig, meta: DataMeta, io: LoopIO, switches: tuple[str, .
     sets = candidates(cfg, meta, io.device, switches)
     if not sets:
         return Profile({}, 0.0)
-    measure = measure or StepTimer(meta, io, _profile_batch(io, cfg.per_worker_batch))
+    if measure is None:
+        batch = _profile_batch(io, cfg.per_worker_batch)
+        if batch is None:  # nothing to time with: train with the config's own values
+            return Profile({}, time.perf_counter() - started)
+        measure = StepTimer(meta, io, batch)
     planned = max(1, io.steps_per_epoch) * cfg.epochs
     picks: dict[str, Any] = {}
     estimates: dict[str, float] = {}
@@ -170,7 +174,7 @@ def profile(cfg: TrialConfig, meta: DataMeta, io: LoopIO, switches: tuple[str, .
     return Profile(picks, time.perf_counter() - started, estimates)
 
 
-def _profile_batch(io: LoopIO, batch: int) -> tuple[torch.Tensor, torch.Tensor]:
+def _profile_batch(io: LoopIO, batch: int) -> tuple[torch.Tensor, torch.Tensor] | None:
     """One training-sized batch from the validation feed: same shapes and labels as training
     data, and the training feed is untouched (its one-off cache read stays in epoch 1's time,
     and no training sample is drawn early)."""
@@ -188,7 +192,7 @@ def _profile_batch(io: LoopIO, batch: int) -> tuple[torch.Tensor, torch.Tensor]:
         if close is not None:
             close()  # a streaming iterator's prefetch thread stops now
     if not xs:
-        raise ValueError("no validation batch to profile with")
+        return None
     x, y = torch.cat(xs)[:batch], torch.cat(ys)[:batch]
     return x.to(io.device), y.to(io.device)
 

@@ -112,7 +112,8 @@ def run_baseline(spec, base: dict[str, Any], out_dir: Path, out: TextIO, run_sea
     sub = dataclasses.replace(
         spec, space={}, base=config, epochs=baseline_epochs(spec, config),
         num_trials=1, baseline="none", objective="weighted", target=None, warm_start=None,
-        early_stopping=False, time_budget_s=None, output_dir=str(out_dir / "baseline"))
+        early_stopping=False, time_budget_s=None, output_dir=str(out_dir / "baseline"),
+        profile="off")  # the baseline runs as given: what you run today
     print(f"baseline ({kind}): {_short(config, base)}", file=out, flush=True)
     result = run_search(sub, out=out)
     row = result.trials.iloc[0].to_dict() if not result.trials.empty else {}

@@ -88,6 +88,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--rerun-duplicates", action="store_true", default=None,
                    help="train a configuration again when the sampler repeats it (to measure "
                         "noise); default: report its first result as `duplicate`")
+    s.add_argument("--profile", choices=["on", "off", "compile"],
+                   help="pick speed-only switches (channels_last, cudnn_benchmark) by timing a "
+                        "few steps at each trial's start: on (default), off, or compile (also "
+                        "time torch.compile)")
     s.add_argument("--spatial-dims", type=int, choices=[0, 1, 2, 3],
                    help="spatial axes of a sample: 0 features (N,F), 1 signals (N,C,L), "
                         "2 images, 3 volumes (default: inferred from the shape)")

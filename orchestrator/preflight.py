@@ -19,8 +19,8 @@ def check_spec(spec: SearchSpec, out: TextIO | None = None) -> None:
     """Raise ValueError (or DataError) for anything a search would refuse before its trials."""
     out = out or sys.stdout  # looked up now: a test may have replaced it
     data = load_spec_data(spec)
-    searched, _base, plan, pinned = prepare(spec, data, *resources.local_resources())
+    searched, base, plan, pinned = prepare(spec, data, *resources.local_resources())
     print(f"ok: search {spec.name!r} ({spec.num_trials} trials x {spec.epochs} epochs) on "
           f"{data.describe()}", file=out)
-    print_space(searched, pinned, spec, out)
+    print_space(searched, pinned, spec, out, base)
     print(f"  {plan.max_concurrent_trials} trial(s) at a time here", file=out)

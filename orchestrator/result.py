@@ -9,11 +9,12 @@ from typing import Any
 import pandas as pd
 
 from orchestrator.pareto import pareto_mask
+from trainables.loop.profile import PICK_PREFIX
 from trainables.status import RANKABLE
 from orchestrator.trial_book import TrialRecord
 
 LEADERBOARD_METRICS = ["val_score", "train_time_s", "full_run_s", "samples_per_s",
-                       "objective", "speedup_vs_baseline", "fixed_cost_s"]
+                       "objective", "speedup_vs_baseline", "fixed_cost_s", "profile_s"]
 
 
 def trials_table(records: list[TrialRecord], knobs: list[str]) -> pd.DataFrame:
@@ -22,6 +23,8 @@ def trials_table(records: list[TrialRecord], knobs: list[str]) -> pd.DataFrame:
     for rec in records:
         row: dict[str, Any] = {"trial_id": rec.trial_id, "status": rec.status}
         row.update({k: rec.knobs.get(k) for k in knobs})
+        # The speed profile's picks, one column per switch ('pick.channels_last').
+        row.update({PICK_PREFIX + k: v for k, v in rec.picks.items()})
         row.update({k: rec.metrics.get(k, math.nan) for k in LEADERBOARD_METRICS})
         row.update({k: rec.metrics[k] for k in TASK_METRICS if k in rec.metrics})
         row["epochs"] = rec.epochs
@@ -86,8 +89,9 @@ class SearchResult:
         if self.trials.empty:
             return "(no trials ran)"
         knobs = (self.knobs if knobs is None else knobs) + task_columns(self.trials)
+        picks = [c for c in self.trials.columns if c.startswith(PICK_PREFIX)]
         cols = ["rank", "trial_id", "status"] + (self.knobs if knobs is None else knobs) \
-            + LEADERBOARD_METRICS + ["pareto", "role"]
+            + picks + LEADERBOARD_METRICS + ["pareto", "role"]
         table = self.trials[[c for c in cols if c in self.trials.columns]].copy()
         table = table.dropna(axis=1, how="all")  # e.g. speedup_vs_baseline without a baseline
         return table.to_string(index=False, float_format=lambda v: f"{v:,.4g}")

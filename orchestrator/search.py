@@ -34,6 +34,7 @@ from search_spaces.pin import describe_pinned, pin
 from search_spaces.warm_start import warm_start_points
 from trainables.config import TrialConfig
 from trainables.data.arrays import ArrayData, with_spatial_dims
+from trainables.loop.profile import PROFILED, switches_to_profile
 from trainables.workloads import workload_data
 
 
@@ -69,11 +70,28 @@ def prepare(spec: SearchSpec, data: ArrayData, total_cpus: int, total_gpus: int,
     return searched, base, plan, pinned
 
 
-def print_space(searched: dict, pinned, spec: SearchSpec, out: TextIO) -> None:
+def print_space(searched: dict, pinned, spec: SearchSpec, out: TextIO, base: dict) -> None:
     """The header's space lines, the same for a search and for `search --check`."""
     print(f"  space: {describe_space(searched)}", file=out)
     if pinned:
         print(f"  {describe_pinned(pinned, spec.base)}", file=out)
+    print(f"  {describe_profile(spec, searched, base)}", file=out)
+
+
+def profile_switches(spec: SearchSpec, searched: dict, base: dict) -> tuple[str, ...]:
+    """What each trial profiles: a switch the user pinned (`--set`, `base`) or the space
+    searches keeps the user's value and is not profiled."""
+    return switches_to_profile(spec.profile, set(spec.base) | set(searched), base)
+
+
+def describe_profile(spec: SearchSpec, searched: dict, base: dict) -> str:
+    if spec.profile == "off":
+        return "profile: off (speed-only switches as configured)"
+    switches = profile_switches(spec, searched, base)
+    line = (f"profile: {', '.join(switches) or 'nothing'} picked by timing a few steps at "
+            "each trial's start (where they apply to this device and data)")
+    kept = [s for s in PROFILED if s in spec.base or s in searched]
+    return line + (f"; not profiled, your value wins: {', '.join(kept)}" if kept else "")
 
 
 def _workers(searched: dict, base: dict) -> list[int]:
@@ -158,7 +176,7 @@ def run_search(spec: SearchSpec, *, out: TextIO = sys.stdout,
         to_run = max(0, spec.num_trials - len(book.records))
         print(f"search {spec.name!r}: {spec.num_trials} trials x {spec.epochs} epochs on "
               f"{data.describe()}", file=out)
-        print_space(searched, pinned, spec, out)
+        print_space(searched, pinned, spec, out, base)
         print(f"  {objective.formula}", file=out)
         print(f"  {plan.max_concurrent_trials} trial(s) at a time, {plan.cpus_per_trial} CPUs"
               + (f" and up to {plan.gpus_per_trial} GPUs" if plan.use_gpu else "")
@@ -190,7 +208,7 @@ def run_search(spec: SearchSpec, *, out: TextIO = sys.stdout,
                 use_gpu=plan.use_gpu, storage_path=str(folder.train_storage),
                 objective=objective, always_use_worker_group=spec.always_use_worker_group,
                 cpus_per_worker=plan.cpus_per_worker, placement=spec.placement,
-                ledger=book.ledger,
+                ledger=book.ledger, profile=profile_switches(spec, searched, base),
             )
             tuner = _tuner(spec, ctx, datasets, searched, base, objective, plan, book, to_run,
                            folder)
@@ -270,7 +288,9 @@ def _finish(spec, searched, base, book, tracker, objective, folder, started,
     if not table.empty and table.iloc[0]["status"] in ("completed", "early_stopped"):
         best = table.iloc[0].to_dict()
         best_rec = book.records[best["trial_id"]]
-        best_config = TrialConfig.from_dict({**base, **best_rec.knobs}).to_dict()
+        # With the profile's picks: what the best trial trained with.
+        best_config = TrialConfig.from_dict({**base, **best_rec.knobs,
+                                             **best_rec.picks}).to_dict()
         best_path = folder.best_config
         best_path.write_text(json.dumps(
             # spec.to_dict(): in-memory data (arrays) becomes its description, not a JSON dump.

@@ -21,6 +21,7 @@ from trainables.config import TrialConfig
 from trainables.fields import check_fields
 
 PLACEMENTS = ("PACK", "SPREAD")
+PROFILE_MODES = ("on", "off", "compile")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
 
 
@@ -98,6 +99,11 @@ class SearchSpec:
     placement: str = "PACK"
     """Where a trial's workers go on a multi-node cluster: 'PACK' (as few nodes as possible:
     fast collectives) or 'SPREAD' (across nodes: more memory bandwidth, survives one node)."""
+    profile: str = "on"
+    """Speed-only switches (channels_last; cudnn_benchmark on CUDA) are picked at the start of
+    each trial by timing a few steps per value, not searched: 'on', 'off', or 'compile' (also
+    times torch.compile, whose one-off cost is spread over the trial's steps). A switch you
+    pin (`base`) or search keeps your value. See trainables/loop/profile.py."""
     rerun_duplicates: bool = False
     """Train a configuration (knobs and seed) again when the sampler suggests it again, to
     measure run-to-run noise. Off: the repeat reports the first run's result as `duplicate`."""
@@ -130,6 +136,9 @@ class SearchSpec:
             value = getattr(self, key)
             if value is not None and (not isinstance(value, int) or value < 1):
                 raise ValueError(f"{key} must be an integer >= 1 (got {value!r})")
+        if self.profile not in PROFILE_MODES:
+            raise ValueError(f"profile must be one of {list(PROFILE_MODES)} "
+                             f"(got {self.profile!r})")
         if self.placement not in PLACEMENTS:
             raise ValueError(f"placement must be one of {list(PLACEMENTS)} "
                              f"(got {self.placement!r})")

@@ -16,6 +16,7 @@ from ray.tune import Callback
 from orchestrator import jsonl
 from orchestrator.tracking import Tracker
 from trainables.config import TrialConfig
+from trainables.loop.profile import PICK_PREFIX
 from trainables.status import TrialStatus
 from trainables.trial.ledger import RECORDED, ledger_key
 
@@ -26,7 +27,7 @@ CUT_REASON = "stopped by the search (time budget or interrupt) before its end"
 _CUT_SHORT = {TrialStatus.INTERRUPTED.value}
 
 # Metrics that describe one trial's own run, not its configuration: a duplicate gets its own.
-_OWN_RUN = ("trial_wall_s", "fixed_cost_s")
+_OWN_RUN = ("trial_wall_s", "fixed_cost_s", "profile_s")
 
 # Metrics a trial reports that are not numbers to plot, or are Tune's own bookkeeping.
 _NOT_METRICS = {
@@ -46,6 +47,8 @@ class TrialRecord:
     reason: str | None = None
     metrics: dict[str, float] = field(default_factory=dict)
     epochs: int = 0
+    picks: dict[str, Any] = field(default_factory=dict)
+    """Speed-only switches the trial's profile picked and trained with (trainables/loop/profile)."""
 
     @property
     def wall_s(self) -> float | None:
@@ -53,14 +56,26 @@ class TrialRecord:
 
     @property
     def fixed_cost_s(self) -> float | None:
-        """Trial wall time that is not training or validation: Ray start-up, data, teardown."""
+        """Trial wall time that is not training, validation or the speed profile (reported
+        apart as profile_s): Ray start-up, data, teardown."""
         if self.wall_s is None or "train_time_s" not in self.metrics:
             return None
-        return self.wall_s - self.metrics["train_time_s"] - self.metrics.get("eval_time_s", 0.0)
+        return (self.wall_s - self.metrics["train_time_s"] - self.metrics.get("eval_time_s", 0.0)
+                - self.metrics.get("profile_s", 0.0))
 
 
 def _plain(value: Any) -> Any:
     return value.item() if hasattr(value, "item") else str(value)
+
+
+def picks_of(result: dict[str, Any]) -> dict[str, Any]:
+    """The profile's picks a report carries ('pick.channels_last': True -> channels_last)."""
+    return {k.removeprefix(PICK_PREFIX): _plain(v) if not isinstance(v, (bool, str)) else v
+            for k, v in result.items() if k.startswith(PICK_PREFIX)}
+
+
+def _tag(value: Any) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 def numeric_metrics(result: dict[str, Any]) -> dict[str, float]:
@@ -185,6 +200,7 @@ class TrialBook(Callback):
         rec.status = str(result.get("status", rec.status))
         if result.get("reason"):
             rec.reason = str(result["reason"])
+        rec.picks = picks_of(result) or rec.picks
         m = rec.metrics
         score = "dice" if "val_dice" in m else "acc"  # what val_score is for this task
         self._print(
@@ -209,7 +225,8 @@ class TrialBook(Callback):
             rec.metrics["fixed_cost_s"] = rec.fixed_cost_s
         detail = f" ({reason})" if reason else ""
         self._print(f"{self._tag(rec)} {status} after {rec.wall_s:.1f}s wall{detail}")
-        self.tracker.end_trial(rec.trial_id, status, rec.metrics, reason)
+        self.tracker.end_trial(rec.trial_id, status, rec.metrics, reason,
+                               tags={PICK_PREFIX + k: _tag(v) for k, v in rec.picks.items()})
         self._tell_ledger(rec)
         self._write(rec)
 
@@ -272,7 +289,8 @@ class TrialBook(Callback):
         if rec.status in RECORDED:
             result = {"trial_id": rec.trial_id, "number": rec.number, "status": rec.status,
                       "epochs": rec.epochs,
-                      "metrics": {k: v for k, v in rec.metrics.items() if k not in _OWN_RUN}}
+                      "metrics": {k: v for k, v in rec.metrics.items() if k not in _OWN_RUN},
+                      "picks": rec.picks}
             # Waited on: the next trial may ask for this key as soon as this callback returns.
             ray.get(self.ledger.record.remote(key, result), timeout=30)
         else:

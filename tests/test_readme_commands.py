@@ -34,6 +34,9 @@ PLACEMENT = "covered by tests/integration/test_placement.py::" \
 JOB = "covered by tests/integration/test_job_submit.py::" \
       "test_submitted_search_succeeds_and_records_mlflow_runs"
 
+PROFILE = "covered by tests/orchestrator/test_profile_records.py::" \
+          "test_profile_flag_reaches_the_spec_and_is_validated"
+
 BAD_INPUT = "covered by tests/orchestrator/test_inputs.py::" \
             "test_bad_input_is_refused_before_ray_with_one_line"
 
@@ -100,6 +103,11 @@ COMMANDS: dict[str, str] = {
                       "test_spatial_dims_and_patch_none_from_the_cli",
     "orchestrator search --check ...": "check",
     "orchestrator resume DIR": "resume",
+    "--profile": PROFILE,
+    "--profile on": PROFILE,
+    "--profile off": PROFILE,
+    "--profile compile": PROFILE,
+    "--set channels_last=true": PROFILE,
 }
 
 TINY = ["--trials", "1", "--epochs", "1", "--cpus-per-trial", "1"]  # one in-process trial

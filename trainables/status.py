@@ -113,6 +113,18 @@ def _first_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[0][:300] if text else ''}".rstrip(": ")
 
 
+def _oom(e: BaseException) -> bool:
+    text = str(e)
+    return isinstance(e, MemoryError) or type(e).__name__ == "OutOfMemoryError" or \
+        "CUDA out of memory" in text or any(m in text for m in _CPU_OOM)
+
+
+def is_out_of_memory(exc: BaseException) -> bool:
+    """Whether `exc` (or what it wraps) is running out of memory: what `status_of` calls
+    infeasible. The speed profile lets these end the trial and drops a candidate for others."""
+    return any(_oom(e) for e in _causes(exc))
+
+
 def status_of(exc: BaseException) -> Outcome:
     """The one place an exception becomes a trial status (as Optuna turns exceptions into trial
     states), used by the in-process path and the worker-group path alike:
@@ -127,9 +139,7 @@ def status_of(exc: BaseException) -> Outcome:
     """
     chain = list(_causes(exc))
     for e in chain:
-        text = str(e)
-        if isinstance(e, MemoryError) or type(e).__name__ == "OutOfMemoryError" or \
-                "CUDA out of memory" in text or any(m in text for m in _CPU_OOM):
+        if _oom(e):
             return Outcome(TrialStatus.INFEASIBLE, f"out of memory: {_first_line(e)}")
     for e in chain:
         if isinstance(e, FloatingPointError):

@@ -188,7 +188,7 @@ class MlflowWriter:
 
     def _end_trial(self, step: EndTrial) -> None:
         run_id = self._run(step.trial_id)
-        tags = {"status": step.status}
+        tags = {**step.tags, "status": step.status}
         # Resumed from a checkpoint after a worker died (FailureConfig): worth a filter in the UI.
         restarts = int(step.metrics.get("restarts", 0))
         tags |= {"restarted": str(restarts > 0).lower(), "restarts": str(restarts)}

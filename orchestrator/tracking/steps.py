@@ -69,6 +69,8 @@ class EndTrial:
     metrics: dict[str, float]
     reason: str | None
     timestamp_ms: int
+    tags: dict[str, str] = field(default_factory=dict)
+    """Extra tags: the speed profile's picks (`pick.channels_last`: 'true')."""
 
 
 @dataclass(frozen=True)

@@ -49,7 +49,8 @@ class Tracker(ABC):
 
     @abstractmethod
     def end_trial(self, trial_id: str, status: str, metrics: dict[str, float],
-                  reason: str | None = None) -> None: ...
+                  reason: str | None = None, tags: dict[str, str] | None = None) -> None:
+        """tags: extra tags of the trial's run (the speed profile's picks, `pick.<switch>`)."""
 
     @abstractmethod
     def discard_trial(self, trial_id: str) -> None:
@@ -72,7 +73,7 @@ class NullTracker(Tracker):
     def log_epoch(self, trial_id, metrics, step) -> None:
         pass
 
-    def end_trial(self, trial_id, status, metrics, reason=None) -> None:
+    def end_trial(self, trial_id, status, metrics, reason=None, tags=None) -> None:
         pass
 
     def discard_trial(self, trial_id) -> None:
@@ -147,10 +148,11 @@ class MlflowTracker(Tracker):
         self.outbox.submit(LogEpoch(trial_id, dict(metrics), step, _now_ms()))
 
     def end_trial(self, trial_id: str, status: str, metrics: dict[str, float],
-                  reason: str | None = None) -> None:
+                  reason: str | None = None, tags: dict[str, str] | None = None) -> None:
         if self.system_metrics is not None:  # its last samples land while the run is RUNNING
             self.system_metrics.stop(trial_id)
-        self.outbox.submit(EndTrial(trial_id, status, dict(metrics), reason, _now_ms()))
+        self.outbox.submit(EndTrial(trial_id, status, dict(metrics), reason, _now_ms(),
+                                    dict(tags or {})))
 
     def discard_trial(self, trial_id: str) -> None:
         self.outbox.submit(DiscardTrial(trial_id))

@@ -21,8 +21,9 @@ class RecordingTracker(NullTracker):
     def start_trial(self, trial_id, params, config=None):
         self.started.append(trial_id)
 
-    def end_trial(self, trial_id, status, metrics, reason=None):
+    def end_trial(self, trial_id, status, metrics, reason=None, tags=None):
         self.ended[trial_id] = (status, dict(metrics), reason)
+        self.tags = getattr(self, "tags", {}) | {trial_id: dict(tags or {})}
 
 
 def _trial(tid, status="RUNNING", error_file=None, error_msg=None, **config):

@@ -11,7 +11,10 @@ from trainables.data.arrays import DataMeta, with_spatial_dims
 
 
 def fit_local(npz_path: str, reports: list | None = None, io_overrides: dict | None = None,
-              spatial_dims: int | None = None, **settings) -> dict:
+              spatial_dims: int | None = None, profile: tuple[str, ...] = (), measure=None,
+              **settings) -> dict:
+    """profile: switches the speed profile picks before `fit` (`measure` injects its timing);
+    the result then holds its metrics (profile_s, pick.*) too."""
     data = with_spatial_dims(load_npz(npz_path), spatial_dims)
     cfg = TrialConfig(**settings)
     x, y = torch.from_numpy(data.x_train), torch.from_numpy(data.y_train)
@@ -31,7 +34,13 @@ def fit_local(npz_path: str, reports: list | None = None, io_overrides: dict | N
                 steps_per_epoch=len(x) // bs,
                 report=(reports.append if reports is not None else lambda m: None),
                 **(io_overrides or {}))
-    return fit(cfg, data.meta(), io)
+    found = {}
+    if profile:
+        from trainables.loop.profile import profile as run_profile
+
+        picked = run_profile(cfg, data.meta(), io, profile, measure)
+        cfg, found = picked.apply(cfg), picked.metrics()
+    return {**fit(cfg, data.meta(), io), **found}
 
 
 def fit_legacy_local(npz_path: str, reports: list | None = None, **settings) -> dict:

@@ -13,6 +13,7 @@ import json
 import time
 from typing import Any
 
+from trainables.loop.profile import PICK_PREFIX
 from trainables.status import TrialStatus
 
 # Ends that are properties of the configuration: running it again would give the same answer
@@ -78,7 +79,8 @@ def recorded_result(ledger, key: str, trial_id: str) -> dict | None:
 
 def duplicate_report(recorded: dict) -> dict:
     """What a duplicate trial reports: the first trial's metrics, marked as a duplicate."""
-    return {**recorded["metrics"], "epoch": recorded.get("epochs", 0),
+    picks = {PICK_PREFIX + k: v for k, v in recorded.get("picks", {}).items()}
+    return {**recorded["metrics"], **picks, "epoch": recorded.get("epochs", 0),
             "status": TrialStatus.DUPLICATE.value,
             "reason": f"same knobs and seed as trial {recorded['number']} "
                       f"({recorded['trial_id']}), which ended {recorded['status']}; "

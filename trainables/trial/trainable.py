@@ -45,6 +45,9 @@ class TrialContext:
     placement: str = "PACK"
     """Ray placement strategy of a trial's workers: 'PACK' (as few nodes as possible) or
     'SPREAD' (one per node where it can)."""
+    profile: tuple[str, ...] = ()
+    """Speed-only switches each trial picks by timing a few steps first
+    (`trainables.loop.profile.switches_to_profile`); empty: no profile."""
     ledger: Any = None
     """The search's Ledger actor (trainables/trial/ledger.py): a configuration already run
     reports its recorded result instead of training; None trains every trial."""
@@ -108,7 +111,8 @@ def run_trial(sampled: dict[str, Any], ctx: TrialContext, datasets: dict) -> Non
             return
     cpus_per_worker = ctx.cpus_per_worker or ctx.cpus_per_trial / cfg.workers
     plan = TrialPlan(cfg=cfg, meta=ctx.meta, n_train=ctx.n_train,
-                     threads=max(1, int(cpus_per_worker)), model_builder=ctx.model_builder)
+                     threads=max(1, int(cpus_per_worker)), model_builder=ctx.model_builder,
+                     profile=ctx.profile)
     if in_process(ctx, cfg):
         try:
             run_in_tune(plan, datasets, ctx.objective, ctx.use_gpu)

@@ -9,6 +9,7 @@ Two sessions run the same code:
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import tempfile
 from collections.abc import Callable
@@ -22,6 +23,7 @@ from trainables.data.arrays import DataMeta
 from trainables.data.pipeline import ShardFeed, iter_batches
 from trainables.loop import LoopIO, fit, fit_legacy
 from trainables.loop.io import identity
+from trainables.loop.profile import PICK_PREFIX, profile
 from trainables.loop.state import outcome_metrics
 from trainables.loop.switches import free_device_memory, reset_peak_memory
 from trainables.models import ModelBuilder
@@ -43,6 +45,9 @@ class TrialPlan:
     """Intra-op threads of each worker: the CPUs it holds."""
     model_builder: ModelBuilder | None = None
     """A user's own model builder; None builds `cfg.workload`."""
+    profile: tuple[str, ...] = ()
+    """Speed-only switches to pick by timing a few steps before training
+    (`trainables.loop.profile`); empty: train with the config's values."""
 
 
 @dataclass
@@ -97,15 +102,19 @@ def run(plan: TrialPlan, session: Session) -> dict:
         dist.all_gather_object(node_ids, node_ids[0])
     nodes = len(set(node_ids))
 
+    profiled: dict = {}  # profile_s and the picks, added to every report
+
     def report(metrics: dict, checkpoint=None) -> None:
-        session.report({**metrics, "nodes": nodes}, checkpoint)
+        session.report({**metrics, **profiled, "nodes": nodes}, checkpoint)
 
     def save_checkpoint(state: dict, metrics: dict) -> None:
         # Every rank reports (a barrier); rank 0 alone writes, the others' state is identical.
         with tempfile.TemporaryDirectory() as tmp:
             checkpoint = None
             if session.rank == 0:
-                torch.save(state, os.path.join(tmp, CHECKPOINT_FILE))
+                # With the picks: a restarted worker goes on with the switches it began with.
+                torch.save({**state, "profile": dict(profiled)},
+                           os.path.join(tmp, CHECKPOINT_FILE))
                 checkpoint = session.checkpoint_cls.from_directory(tmp)
             report(metrics, checkpoint)
 
@@ -139,6 +148,10 @@ def run(plan: TrialPlan, session: Session) -> dict:
     )
     reset_peak_memory(device)  # this trial's peak, not an earlier trial's in the same process
     try:
+        if plan.profile and cfg.loop != "legacy":  # the legacy loop keeps its "before" habits
+            # Before fit builds the trial's model, on throwaway copies: what is learned is the
+            # same as without it. Outside train_time_s; reported as profile_s.
+            cfg = _profile(plan, cfg, meta, io, profiled)
         return _fit(cfg, meta, io, session)
     except Exception as err:
         outcome = status_of(err)
@@ -150,9 +163,25 @@ def run(plan: TrialPlan, session: Session) -> dict:
             raise
         # A deterministic end (out of memory, bad configuration, ...) is a result, not a crash:
         # report it, so nothing retries it and the search learns from it.
-        metrics = outcome_metrics(cfg, outcome)
+        metrics = {**outcome_metrics(cfg, outcome), **profiled}
         session.report(metrics, None)
         return metrics
+
+
+def _profile(plan: TrialPlan, cfg: TrialConfig, meta: DataMeta, io: LoopIO,
+             profiled: dict) -> TrialConfig:
+    """The config with the profile's picks (also put in `profiled`, which every report carries).
+    A worker restarted from a checkpoint takes the picks the checkpoint saved instead of timing
+    again: it must go on training as it began."""
+    saved = io.load_checkpoint()
+    if saved is not None and "profile" in saved:
+        profiled.update(saved["profile"])
+    else:
+        found = profile(cfg, meta, io, plan.profile)
+        profiled.update(found.metrics() if found.picks else {})
+    picks = {k.removeprefix(PICK_PREFIX): v for k, v in profiled.items()
+             if k.startswith(PICK_PREFIX)}
+    return dataclasses.replace(cfg, **picks)
 
 
 def _fit(cfg: TrialConfig, meta: DataMeta, io: LoopIO, session: Session) -> dict:

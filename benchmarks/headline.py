@@ -36,7 +36,7 @@ from orchestrator.baseline import SEEDS_BEFORE  # noqa: E402
 
 SPACES = {  # the knobs the seeds and the loop offer, and the rule by which lr follows the batch
     "classifier": {"precision": ["fp32", "bf16-mixed"], "batch_size": [32, 64, 128, 256],
-                   "width": [0.5, 1.0], "channels_last": [False, True],
+                   "width": [0.5, 1.0],
                    "lr_scaling": ["sqrt", "linear"]},
     "unet3d": {"precision": ["fp32", "bf16-mixed"], "batch_size": [2, 4, 8],
                "width": [0.5, 1.0], "patch_size": [16, 24], "lr_scaling": ["sqrt", "linear"]},

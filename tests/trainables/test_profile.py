@@ -49,7 +49,12 @@ class Sleepy(nn.Module):
         return self.head(h.mean((2, 3)))
 
 
-def sleepy_builder(slow_channels_last: bool, seconds: float = 0.05):
+# Far above a tiny step's time even on a loaded 2-core machine, where a step can stall for tens
+# of milliseconds: the slow candidate must lose by a margin no scheduler noise can close.
+SLEEP_S = 0.25
+
+
+def sleepy_builder(slow_channels_last: bool, seconds: float = SLEEP_S):
     built: list[Sleepy] = []
 
     def build(cfg, meta):
@@ -70,7 +75,7 @@ def test_picks_the_candidate_that_is_not_made_slower(tiny_npz, slow_channels_las
     assert len(build.built) == 3
     assert build.built[0].sleeps + build.built[1].sleeps == WARMUP_STEPS + TIMED_STEPS
     assert build.built[2].sleeps == 0  # the trial trained with the fast pick
-    assert result["profile_s"] >= (WARMUP_STEPS + TIMED_STEPS) * 0.05
+    assert result["profile_s"] >= (WARMUP_STEPS + TIMED_STEPS) * SLEEP_S
 
 
 def _weights(npz, **kwargs) -> tuple[dict, dict]:

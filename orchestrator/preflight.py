@@ -22,5 +22,5 @@ def check_spec(spec: SearchSpec, out: TextIO | None = None) -> None:
     searched, base, plan, pinned = prepare(spec, data, *resources.local_resources())
     print(f"ok: search {spec.name!r} ({spec.num_trials} trials x {spec.epochs} epochs) on "
           f"{data.describe()}", file=out)
-    print_space(searched, pinned, spec, out, base)
+    print_space(searched, pinned, spec, out, base, plan.use_gpu)
     print(f"  {plan.max_concurrent_trials} trial(s) at a time here", file=out)

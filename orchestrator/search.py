@@ -70,12 +70,13 @@ def prepare(spec: SearchSpec, data: ArrayData, total_cpus: int, total_gpus: int,
     return searched, base, plan, pinned
 
 
-def print_space(searched: dict, pinned, spec: SearchSpec, out: TextIO, base: dict) -> None:
+def print_space(searched: dict, pinned, spec: SearchSpec, out: TextIO, base: dict,
+                use_gpu: bool) -> None:
     """The header's space lines, the same for a search and for `search --check`."""
     print(f"  space: {describe_space(searched)}", file=out)
     if pinned:
         print(f"  {describe_pinned(pinned, spec.base)}", file=out)
-    print(f"  {describe_profile(spec, searched, base)}", file=out)
+    print(f"  {describe_profile(spec, searched, base, use_gpu)}", file=out)
 
 
 def profile_switches(spec: SearchSpec, searched: dict, base: dict) -> tuple[str, ...]:
@@ -84,12 +85,17 @@ def profile_switches(spec: SearchSpec, searched: dict, base: dict) -> tuple[str,
     return switches_to_profile(spec.profile, set(spec.base) | set(searched), base)
 
 
-def describe_profile(spec: SearchSpec, searched: dict, base: dict) -> str:
+def describe_profile(spec: SearchSpec, searched: dict, base: dict, use_gpu: bool) -> str:
     if spec.profile == "off":
         return "profile: off (speed-only switches as configured)"
-    switches = profile_switches(spec, searched, base)
+    if base.get("loop") == "legacy" and "loop" not in searched:
+        return "profile: none (the legacy loop keeps its habits)"
+    # cuDNN's algorithm search exists only on a GPU: a CPU trial never times it.
+    switches = [s for s in profile_switches(spec, searched, base)
+                if use_gpu or s != "cudnn_benchmark"]
     line = (f"profile: {', '.join(switches) or 'nothing'} picked by timing a few steps at "
-            "each trial's start (where they apply to this device and data)")
+            "each trial's start (where the data has a channels-last layout)" if switches else
+            "profile: nothing to time here")
     kept = [s for s in PROFILED if s in spec.base or s in searched]
     return line + (f"; not profiled, your value wins: {', '.join(kept)}" if kept else "")
 
@@ -176,7 +182,7 @@ def run_search(spec: SearchSpec, *, out: TextIO = sys.stdout,
         to_run = max(0, spec.num_trials - len(book.records))
         print(f"search {spec.name!r}: {spec.num_trials} trials x {spec.epochs} epochs on "
               f"{data.describe()}", file=out)
-        print_space(searched, pinned, spec, out, base)
+        print_space(searched, pinned, spec, out, base, plan.use_gpu)
         print(f"  {objective.formula}", file=out)
         print(f"  {plan.max_concurrent_trials} trial(s) at a time, {plan.cpus_per_trial} CPUs"
               + (f" and up to {plan.gpus_per_trial} GPUs" if plan.use_gpu else "")

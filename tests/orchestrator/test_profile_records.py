@@ -44,8 +44,16 @@ def test_the_header_names_the_profiled_and_the_pinned_switches(tiny_npz, in_tmp)
     check_spec(SearchSpec(data=tiny_npz, space="small", base={"channels_last": True},
                           num_trials=1, epochs=1), out)
     line = next(ln for ln in out.getvalue().splitlines() if "profile:" in ln)
-    assert "cudnn_benchmark picked by timing" in line
     assert "not profiled, your value wins: channels_last" in line
+    assert "cudnn_benchmark" not in line  # no cuDNN on this CPU: nothing to time
+    out = io.StringIO()
+    check_spec(SearchSpec(data=tiny_npz, space="small", num_trials=1, epochs=1), out)
+    line = next(ln for ln in out.getvalue().splitlines() if "profile:" in ln)
+    assert line.strip().startswith("profile: channels_last picked by timing")
+    out = io.StringIO()
+    check_spec(SearchSpec(data=tiny_npz, space={}, base={"loop": "legacy"}, num_trials=1,
+                          epochs=1), out)
+    assert "profile: none (the legacy loop keeps its habits)" in out.getvalue()
 
 
 def test_picks_become_columns_tags_and_stay_out_of_fixed_cost(tmp_path):

@@ -143,6 +143,21 @@ def test_another_error_in_a_candidate_only_drops_it():
     assert found.picks == {"compile": False}
 
 
+def test_an_error_with_the_configs_own_values_is_the_trials_error():
+    # A model builder that fails is not hidden by the next candidate's build that works.
+    calls = []
+
+    def measure(cfg):
+        calls.append(cfg.channels_last)
+        if len(calls) == 1:
+            raise RuntimeError("the model store is not mounted yet")
+        return Timing(0.01, 0.0)
+
+    with pytest.raises(RuntimeError, match="not mounted"):
+        profile(TrialConfig(), META, _io(), ("channels_last",), measure)
+    assert calls == [False]  # the config's own value, first; nothing timed after it failed
+
+
 def test_only_what_may_matter_is_profiled():
     on = switches_to_profile("on", set(), {})
     assert on == ("channels_last", "cudnn_benchmark")  # compile only when allowed

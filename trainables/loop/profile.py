@@ -26,8 +26,10 @@ Rules (each a why):
 * Several workers each time their own candidates (no collectives: the unwrapped model) and sum
   the estimates with `all_reduce`, so every rank makes the same pick.
 * A candidate that runs out of memory ends the trial (`infeasible` by `status_of`): the search
-  learns that this configuration does not fit, without a full trial. Any other error in a
-  candidate only drops that candidate (a compiler missing here must not fail the trial).
+  learns that this configuration does not fit, without a full trial. Any other error in an
+  alternative candidate only drops it (a compiler missing here must not fail the trial); an
+  error with the config's own values is the trial's own error, raised as it would be without
+  a profile (a model builder that fails must not be hidden by a second build that works).
 
 Not profiled: on CPU `cudnn_benchmark` and `pin_memory` do nothing (no cuDNN, no
 host-to-device copy). The data-side switches (`pin_memory`, `cache_shard`,
@@ -157,6 +159,10 @@ def profile(cfg: TrialConfig, meta: DataMeta, io: LoopIO, switches: tuple[str, .
             except Exception as err:  # noqa: BLE001 - judged below
                 if is_out_of_memory(err):
                     raise  # the configuration does not fit: infeasible, no full trial
+                if value is values[0]:
+                    # The config's own value: the trial would fail the same way without a
+                    # profile (a model that cannot be built), so it fails now, as it would.
+                    raise
                 errors.append(err)
                 costs.append(math.inf)
                 continue

@@ -91,6 +91,7 @@ COMMANDS: dict[str, str] = {
     "--full-epochs": "match_baseline",
     "--full-epochs N": "match_baseline",
     "--objective match_baseline --tolerance 0.005": "match_baseline",
+    "--objective match_baseline": "match_baseline",
     "--lr-scaling": "match_baseline",
     "--rerun-duplicates": "match_baseline",
     "--set": "options",

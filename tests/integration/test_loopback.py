@@ -37,14 +37,18 @@ def test_is_loopback():
     assert not any(is_loopback(ip) for ip in ("0.0.0.0", "::", "192.0.2.2", "::ffff:10.0.0.1"))
 
 
+def _tree(root: psutil.Process) -> list[psutil.Process]:
+    """`root` and every process under it (none once it has exited)."""
+    try:
+        return [root, *root.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return []
+
+
 def _listening(root: psutil.Process) -> dict[tuple[str, int], str]:
     """(ip, port) -> process name, of every socket listening in `root` and its descendants."""
     found = {}
-    try:
-        procs = [root, *root.children(recursive=True)]
-    except psutil.NoSuchProcess:
-        return found
-    for proc in procs:
+    for proc in _tree(root):
         try:
             name = proc.name()
             for conn in proc.net_connections(kind="inet"):
@@ -60,11 +64,7 @@ def _auth_modes(root: psutil.Process) -> dict[str, str | None]:
     (a local `ray.init` turns token authentication on by setting it, and every Ray process
     reads its mode from there)."""
     modes = {}
-    try:
-        procs = [root, *root.children(recursive=True)]
-    except psutil.NoSuchProcess:
-        return modes
-    for proc in procs:
+    for proc in _tree(root):
         try:
             name = proc.name()
             if name in ("gcs_server", "raylet"):

@@ -14,6 +14,7 @@ from typing import Any
 
 import yaml
 
+from orchestrator.errors import InputError
 from orchestrator.result import SearchResult
 from orchestrator.search import run_search
 from orchestrator.spec import SearchSpec
@@ -25,14 +26,14 @@ def load_config_file(path: str | Path) -> dict[str, Any]:
     mapping of trial settings. Loaded as plain data only."""
     path = Path(path)
     if not path.is_file():
-        raise ValueError(f"config file {path} does not exist")
+        raise InputError(f"config file {path} does not exist")
     try:
         raw = json.loads(path.read_text()) if path.suffix == ".json" \
             else yaml.safe_load(path.read_text())
     except (json.JSONDecodeError, yaml.YAMLError) as err:
-        raise ValueError(f"config file {path} is malformed: {str(err).splitlines()[0]}") from None
+        raise InputError(f"config file {path} is malformed: {str(err).splitlines()[0]}") from None
     if not isinstance(raw, dict):
-        raise ValueError(f"config file {path} must hold a mapping")
+        raise InputError(f"config file {path} must hold a mapping")
     if "config" in raw:
         return raw
     return {"name": path.stem, "data": None, "config": raw}
@@ -45,7 +46,10 @@ def train_config(path: str | Path, *, name: str | None = None, data: str | None 
     MLflow like any trial."""
     raw = load_config_file(path)
     config = dict(raw["config"])
-    TrialConfig.from_dict(config)  # unknown or invalid settings fail before Ray starts
+    try:
+        TrialConfig.from_dict(config)  # unknown or invalid settings fail before Ray starts
+    except (TypeError, ValueError) as err:
+        raise InputError(f"config file {path}: {err}") from err
     if epochs is not None:
         config["epochs"] = epochs
     options: dict[str, Any] = {
@@ -63,7 +67,11 @@ def train_config(path: str | Path, *, name: str | None = None, data: str | None 
         options["output_dir"] = output_dir
     if tracking_uri:
         options["tracking_uri"] = tracking_uri
-    return run_search(SearchSpec(**options))
+    try:
+        spec = SearchSpec(**options)
+    except ValueError as err:
+        raise InputError(str(err)) from err
+    return run_search(spec)
 
 
 def resume_search(path: str | Path, *, data: Any = None, **kwargs: Any) -> SearchResult:
@@ -73,20 +81,24 @@ def resume_search(path: str | Path, *, data: Any = None, **kwargs: Any) -> Searc
 
     folder = SearchFolder(Path(path).resolve())
     if not folder.state.is_file():
-        raise ValueError(f"{path} is not a search folder (no {folder.state.name}); pass "
+        raise InputError(f"{path} is not a search folder (no {folder.state.name}); pass "
                          "output_dir/name of the search to resume")
     state = folder.read_state()
     if state.get("finished"):
-        raise ValueError(f"the search in {path} already finished; start a new one instead")
+        raise InputError(f"the search in {path} already finished; start a new one instead")
     values = {**state["spec"], "tracking_uri": state.get("tracking_uri")}
     if str(values.get("data", "")).startswith("<in-memory"):
         if data is None:
-            raise ValueError(f"the search in {path} ran on in-memory data; resume it from "
+            raise InputError(f"the search in {path} ran on in-memory data; resume it from "
                              "Python with resume_search(path, data=<the same data>)")
         values["data"] = data
     if values.get("name") == folder.root.name:  # resume it where it is, even if moved
         values["output_dir"] = str(folder.root.parent)
-    return run_search(SearchSpec.from_dict(values), resume=True, **kwargs)
+    try:
+        spec = SearchSpec.from_dict(values)
+    except ValueError as err:  # e.g. its data file was moved away since
+        raise InputError(f"cannot resume {path}: {err}") from err
+    return run_search(spec, resume=True, **kwargs)
 
 
 __all__ = ["SearchResult", "SearchSpec", "load_config_file", "resume_search", "run_search",

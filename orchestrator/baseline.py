@@ -7,10 +7,12 @@ it is (issue 17, item 1).
     none   no baseline
     PATH   a baseline measured before: the `baseline.json` of an earlier search (not run again)
 
-It runs as a one-trial search of its own (same data, same MLflow experiment, its folder
-`<output_dir>/<name>/baseline/`) before the search, outside `num_trials`. Its MLflow parent run
-is tagged `orchestrator.role=baseline` and its trial run `baseline=true`; the leaderboard gets a
-row with `role=baseline`; `baseline.json` in the search folder keeps its config and result.
+It is a trial of the search itself, run by the search's baseline stage (orchestrator/search.py)
+before the search's trials and outside `num_trials`: the same header announces it, the same
+trial book journals and prints it, its MLflow run is a child of the search's parent run tagged
+`baseline=true` (`orchestrator.role=baseline`), the leaderboard gets its row with
+`role=baseline`, and `baseline.json` in the search folder keeps its config and result (and its
+learning curve). It runs as given: no speed profile, no duplicate ledger.
 """
 
 from __future__ import annotations
@@ -19,14 +21,15 @@ import dataclasses
 import json
 import math
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
+
+from trainables.status import traits
 
 BASELINES = ("seeds", "base", "none")
 SEEDS_BEFORE: dict[str, Any] = {
     "loop": "legacy", "precision": "fp32", "batch_size": 32, "workers": 1, "accum_steps": 1,
     "lr_scaling": "none", "compile": False, "channels_last": False,
 }
-BASELINE_FILE = "baseline.json"
 
 
 def resolved_kind(spec) -> str:
@@ -42,8 +45,8 @@ RECORD_FIELDS = ("kind", "config", "status", "val_score", "train_time_s")
 def check_baseline(spec) -> None:
     if spec.baseline is not None and spec.baseline not in BASELINES:
         load_record(spec.baseline)  # else a recorded baseline: it must read as one
-    if spec.objective == "match_baseline" and resolved_kind(spec) == "none":
-        raise ValueError("objective 'match_baseline' needs a baseline: use --baseline seeds "
+    if spec.make_objective().needs_baseline and resolved_kind(spec) == "none":
+        raise ValueError(f"objective {spec.objective!r} needs a baseline: use --baseline seeds "
                          "or --baseline base")
 
 
@@ -61,7 +64,7 @@ def load_record(path: str | Path) -> dict:
     missing = [k for k in RECORD_FIELDS if not isinstance(record, dict) or k not in record]
     if missing:
         raise ValueError(f"baseline {path}: not a recorded baseline, missing {missing}")
-    if record["status"] not in ("completed", "early_stopped") or \
+    if not traits(record["status"]).rankable or \
             not all(math.isfinite(float(record[k])) for k in ("val_score", "train_time_s")):
         raise ValueError(f"baseline {path}: has no result ({record['status']})")
     return record
@@ -86,51 +89,52 @@ def baseline_epochs(spec, config: dict[str, Any]) -> int:
     baseline trains that long (the trials may then need as many epochs; the target stopper ends
     each once it is decided). Otherwise the baseline runs as long as a trial, and the others
     objectives compare projected full runs."""
-    if spec.objective == "match_baseline" and spec.full_epochs:
+    if spec.make_objective().needs_baseline and spec.full_epochs:
         return int(spec.full_epochs)
     return int(config.get("epochs", spec.epochs))
 
 
-def run_baseline(spec, base: dict[str, Any], out_dir: Path, out: TextIO, run_search,
-                 resume: bool = False) -> dict | None:
-    """Run the baseline as a one-trial search (`run_search`, passed in by the search driver so
-    this module stays below it); returns its record (also in baseline.json), or None for
-    'none'. Runs inside the caller's Ray session. A resumed search reuses the record its first
-    driver wrote."""
-    kind = resolved_kind(spec)
-    if kind == "none":
-        return None
-    if resume and (out_dir / BASELINE_FILE).is_file():
-        return json.loads((out_dir / BASELINE_FILE).read_text())
-    if kind not in BASELINES:  # measured before: compare with it, do not run it again
-        record = load_record(kind)
-        (out_dir / BASELINE_FILE).write_text(json.dumps(record, indent=2, default=str))
-        print(f"baseline (recorded in {kind}): val_score {record['val_score']:.4f} in "
-              f"{record['train_time_s']:.1f} s of training", file=out, flush=True)
-        return record
-    config = baseline_config(kind, base)
-    sub = dataclasses.replace(
-        spec, space={}, base=config, epochs=baseline_epochs(spec, config),
-        num_trials=1, baseline="none", objective="weighted", target=None, warm_start=None,
-        early_stopping=False, time_budget_s=None, output_dir=str(out_dir / "baseline"),
-        profile="off")  # the baseline runs as given: what you run today
-    print(f"baseline ({kind}): {_short(config, base)}", file=out, flush=True)
-    result = run_search(sub, out=out)
-    row = result.trials.iloc[0].to_dict() if not result.trials.empty else {}
+def record_of(kind: str, config: dict[str, Any], rec, parent_run_id: str | None) -> dict:
+    """The baseline's record (what baseline.json keeps) from its trial's record; a baseline that
+    did not run to a valid end is an error: there is nothing to compare with."""
+    m = rec.metrics
     record = {
-        "kind": kind, "config": config, "trial_id": row.get("trial_id"),
-        "status": row.get("status"), "val_score": _num(row.get("val_score")),
-        "train_time_s": _num(row.get("train_time_s")), "full_run_s": _num(row.get("full_run_s")),
-        "parent_run_id": result.parent_run_id,
+        "kind": kind, "config": config, "trial_id": rec.trial_id, "status": str(rec.status),
+        "val_score": _num(m.get("val_score")), "train_time_s": _num(m.get("train_time_s")),
+        "full_run_s": _num(m.get("full_run_s")), "epochs": rec.epochs, "curve": rec.curve,
+        "parent_run_id": parent_run_id,
     }
-    if record["status"] not in ("completed", "early_stopped"):
-        raise RuntimeError(f"the {kind} baseline did not complete ({record['status']}: "
-                           f"{row.get('reason')}); fix it or pass baseline='none'")
-    _tag_runs(result.tracking_uri, result.parent_run_id)
-    (out_dir / BASELINE_FILE).write_text(json.dumps(record, indent=2, default=str))
-    print(f"baseline ({kind}): val_score {record['val_score']:.4f} in "
-          f"{record['train_time_s']:.1f} s of training", file=out, flush=True)
+    if not traits(rec.status).rankable:
+        raise RuntimeError(f"the {kind} baseline did not complete ({rec.status}: {rec.reason}); "
+                           "fix it, or pass baseline='none' to search without one")
     return record
+
+
+def describe(kind: str, config: dict[str, Any], base: dict[str, Any], epochs: int) -> str:
+    """The header's baseline line: what runs first, and how it differs from the fixed settings."""
+    if kind == "none":
+        return "baseline: none"
+    if kind not in BASELINES:
+        return f"baseline: recorded in {kind} (compared with, not run again)"
+    changed = {k: v for k, v in config.items() if base.get(k) != v}
+    shown = " ".join(f"{k}={v}" for k, v in changed.items()) or "the fixed settings as given"
+    return f"baseline: {kind}, run first for {epochs} epochs ({shown})"
+
+
+def result_line(kind: str, record: dict) -> str:
+    """'baseline (seeds): val_score 0.7490 in 49.1 s of training'; `kind` is the spec's (a path
+    for a baseline recorded before)."""
+    where = kind if kind in BASELINES else f"{record['kind']}, recorded in {kind}"
+    return (f"baseline ({where}): val_score {record['val_score']:.4f} in "
+            f"{record['train_time_s']:.1f} s of training")
+
+
+def baseline_objective(spec):
+    """What the baseline trial reports besides its score and time: `full_run_s`, projected to
+    `full_epochs` as the trials' are."""
+    from orchestrator.objective import WeightedObjective
+
+    return WeightedObjective(full_epochs=spec.full_epochs)
 
 
 def with_baseline(objective, record: dict | None):
@@ -139,7 +143,7 @@ def with_baseline(objective, record: dict | None):
     the others compare projected full runs."""
     if record is None:
         return objective
-    if objective.name == "match_baseline":
+    if objective.needs_baseline:
         return dataclasses.replace(objective, baseline_score=record["val_score"],
                                    baseline_s=record["train_time_s"])
     return dataclasses.replace(objective,
@@ -156,27 +160,6 @@ def baseline_row(record: dict | None, knobs: list[str]) -> dict | None:
             "train_time_s": record["train_time_s"],
             "full_run_s": record.get("full_run_s") or record["train_time_s"],
             "speedup_vs_baseline": 1.0, "role": "baseline"}
-
-
-def _tag_runs(tracking_uri: str, parent_run_id: str | None) -> None:
-    """Mark the baseline's runs in MLflow, so they are not taken for a search or a trial."""
-    if not parent_run_id:
-        return
-    try:
-        from mlflow.tracking import MlflowClient
-
-        client = MlflowClient(tracking_uri)
-        client.set_tag(parent_run_id, "orchestrator.role", "baseline")
-        exp = client.get_run(parent_run_id).info.experiment_id
-        for run in client.search_runs([exp], f"tags.mlflow.parentRunId = '{parent_run_id}'"):
-            client.set_tag(run.info.run_id, "baseline", "true")
-    except Exception as err:  # a tag is not worth losing the search over
-        print(f"baseline: could not tag its MLflow runs ({err})")
-
-
-def _short(config: dict, base: dict) -> str:
-    changed = {k: v for k, v in config.items() if base.get(k) != v}
-    return " ".join(f"{k}={v}" for k, v in changed.items()) or "the fixed settings as given"
 
 
 def _num(value: Any) -> float:

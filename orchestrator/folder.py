@@ -1,10 +1,12 @@
 """A search's output folder: one object that owns every file name in it.
 
     OUTPUT_DIR/NAME/
-      search_state.json    the spec and where MLflow is; `finished` once the search ended
+      search_state.json    the spec, where MLflow is, the stages done; `finished` at the end
       trials.jsonl         a line when each trial starts and when it ends (the resume journal)
+      baseline.json        the baseline's config and result, once its stage is done
       mlflow-outbox.jsonl  every tracking step, so a driver death loses no MLflow record
       leaderboard.csv, pareto.csv, pareto.png, best_config.json   the results
+      error.log            the full traceback of a stage that failed
       run_trial_*/         Ray Tune's per-trial folders (result.json); train/ Ray Train's
 
 Everything a resume reads here is JSON: nothing in a search folder is unpickled.
@@ -55,6 +57,14 @@ class SearchFolder:
         return self.root / "best_config.json"
 
     @property
+    def baseline(self) -> Path:
+        return self.root / "baseline.json"
+
+    @property
+    def error_log(self) -> Path:
+        return self.root / "error.log"
+
+    @property
     def train_storage(self) -> Path:
         """Ray Train's storage for worker-group trials (checkpoints)."""
         return self.root / "train"
@@ -69,10 +79,20 @@ class SearchFolder:
         tmp.write_text(json.dumps(state, indent=2, default=str))
         tmp.replace(self.state)
 
+    def stages_done(self) -> list[str]:
+        return list(self.read_state().get("stages_done", []))
+
+    def mark_done(self, stage: str, seconds: float) -> None:
+        """Record that `stage` finished (a resume does not run it again) and its wall time."""
+        state = self.read_state()
+        self.write_state(stages_done=[*state.get("stages_done", []), stage],
+                         stage_s={**state.get("stage_s", {}), stage: round(seconds, 3)})
+
     def start_fresh(self) -> None:
-        """A new search under a used name: the old journal and outbox are not its history."""
+        """A new search under a used name: the old journal, outbox and baseline are not its
+        history."""
         self.root.mkdir(parents=True, exist_ok=True)
-        for path in (self.journal, self.outbox, self.state):
+        for path in (self.journal, self.outbox, self.state, self.baseline, self.error_log):
             path.unlink(missing_ok=True)
 
 

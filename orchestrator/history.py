@@ -2,8 +2,8 @@
 
 Resume starts a new Tune run for the trials still to go; its Optuna study is seeded with every
 trial the journal says finished, through Optuna's public API (each one enqueued, asked and told
-in an in-memory storage that `OptunaSearch` then loads by study name), and told exactly as
-`TruthfulOptunaSearch` told it the first time, so TPE or NSGA-II go on from the same history.
+in an in-memory storage that `OptunaSearch` then loads by study name), and told by the same
+`searcher.tell` that told the live study, so TPE or NSGA-II go on from the same history.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from orchestrator.searcher import CONSTRAINT, WORST
-from trainables.status import CONFIG_FAILURES, RANKABLE, TrialStatus
+from orchestrator.searcher import tell
+from trainables.status import traits
 
 
 def seeded_storage(records: Iterable[Any], searched: dict, metric: str | list[str],
@@ -23,7 +23,6 @@ def seeded_storage(records: Iterable[Any], searched: dict, metric: str | list[st
     import optuna
     from ray.tune.search.optuna import OptunaSearch
 
-    metrics = metric if isinstance(metric, list) else [metric]
     modes = mode if isinstance(mode, list) else [mode]
     distributions = OptunaSearch.convert_search_space(searched)
     storage = optuna.storages.InMemoryStorage()
@@ -31,6 +30,8 @@ def seeded_storage(records: Iterable[Any], searched: dict, metric: str | list[st
         storage=storage, study_name=study_name,
         directions=["minimize" if m == "min" else "maximize" for m in modes])
     for rec in records:
+        if traits(rec.status).optuna_state is None:
+            continue  # not a trial of the study (discarded)
         params = {k: rec.knobs.get(k) for k in distributions}
         try:
             for name, value in params.items():
@@ -38,16 +39,5 @@ def seeded_storage(records: Iterable[Any], searched: dict, metric: str | list[st
         except (ValueError, TypeError):
             continue  # a knob missing from the record, or a value outside today's space
         study.enqueue_trial(params)
-        trial = study.ask(distributions)
-        values = [rec.metrics.get(m) for m in metrics]
-        if rec.status in RANKABLE and None not in values:
-            trial.set_constraint(CONSTRAINT, 0.0)
-            study.tell(trial, values)
-        elif rec.status in CONFIG_FAILURES:
-            trial.set_constraint(CONSTRAINT, 1.0)
-            study.tell(trial, [WORST[m] for m in modes])
-        elif rec.status == TrialStatus.PRUNED:
-            study.tell(trial, state=optuna.trial.TrialState.PRUNED)
-        else:
-            study.tell(trial, state=optuna.trial.TrialState.FAIL)
+        tell(study, study.ask(distributions), rec.status, rec.metrics, metric, mode)
     return storage

@@ -1,27 +1,26 @@
 """Ctrl-C and SIGTERM during a search: the first stops cleanly and leaves it resumable, a second
 stops at once.
 
-First signal: Tune's own stop is triggered (its SIGUSR1 handler: the loop ends after saving the
-experiment state, so the trials still running stay resumable); afterwards every trial still
-running is recorded as `interrupted` (MLflow KILLED), the parent run is tagged `interrupted`,
-`search_state.json` keeps `finished: false`, and the search ends with `SearchInterrupted`,
-which the CLI turns into `orchestrator resume DIR`. Second signal: KeyboardInterrupt at once.
-Tune's own SIGINT handler and its `Tuner.restore(...)` hint are switched off: this tool's
-resume command is the one to use.
+First signal while trials run (inside `fitting()`): Tune's own stop is triggered (its SIGUSR1
+handler: the loop ends after saving the experiment state), and the trials still running end
+`interrupted`. First signal between trials (preparing, writing results): the stage is stopped
+where it is (`Stop`, a KeyboardInterrupt). Either way the search then ends with
+`SearchInterrupted`: its MLflow parent run is KILLED and tagged `interrupted`, its folder stays
+unfinished, and the CLI prints `orchestrator resume DIR`, which goes on from the stage it
+stopped in. Second signal: KeyboardInterrupt at once. Tune's own SIGINT handler and its
+`Tuner.restore(...)` hint are switched off: this tool's resume command is the one to use.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
 import sys
-import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
-
-from orchestrator.trial_book import CUT_REASON
-from trainables.status import TrialStatus
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -34,11 +33,18 @@ class SearchInterrupted(Exception):
         super().__init__(f"search interrupted; continue it with: orchestrator resume {directory}")
 
 
-class Interrupts:
-    """Context manager around `tuner.fit()` that owns SIGINT and SIGTERM (main thread only)."""
+class Stop(KeyboardInterrupt):
+    """The first signal, raised where the driver was when no trial was running."""
 
-    def __init__(self, out: TextIO = sys.stdout):
-        self.out, self.interrupted, self._saved = out, False, {}
+
+class Interrupts:
+    """Context manager around a search's stages that owns SIGINT and SIGTERM (main thread only).
+    `on_stop` is called once, at the first signal (the trial book then ends open trials as
+    `interrupted`)."""
+
+    def __init__(self, out: TextIO = sys.stdout, on_stop: Callable[[], None] = lambda: None):
+        self.out, self.on_stop = out, on_stop
+        self.interrupted, self._fitting, self._saved = False, False, {}
 
     def __enter__(self) -> Interrupts:
         self._env = os.environ.get("TUNE_DISABLE_SIGINT_HANDLER")
@@ -46,19 +52,41 @@ class Interrupts:
         tune_logger = logging.getLogger("ray.tune.tune")
         self._level = tune_logger.level
         tune_logger.setLevel(logging.CRITICAL)  # no "Tuner.restore(...)" hint, no stop banner
-        try:
-            self._saved = {s: signal.signal(s, self._handle) for s in SIGNALS}
-        except ValueError:  # not the main thread: signals stay as they are
-            self._saved = {}
+        self.install()
         return self
+
+    def install(self) -> None:
+        """Own the signals (again): `ray.init` installs a SIGTERM handler of its own in the
+        driver, so the search calls this once Ray has started."""
+        try:
+            for signum in SIGNALS:
+                previous = signal.signal(signum, self._handle)
+                self._saved.setdefault(signum, previous)
+        except ValueError:  # not the main thread: signals stay as they are
+            pass
+
+    @contextlib.contextmanager
+    def fitting(self):
+        """Around `tuner.fit()`: a first signal then asks Tune to stop its trials."""
+        self._fitting = True
+        try:
+            yield
+        finally:
+            self._fitting = False
 
     def _handle(self, signum: int, frame) -> None:
         if self.interrupted:
             raise KeyboardInterrupt  # the second signal: stop at once
         self.interrupted = True
-        print(f"\n{signal.Signals(signum).name}: stopping the search; running trials end as "
-              "'interrupted' (press Ctrl-C again to quit at once)", file=self.out, flush=True)
-        tune_stop = signal.getsignal(signal.SIGUSR1)  # installed by Tune for the fit
+        self.on_stop()
+        name = signal.Signals(signum).name
+        if not self._fitting:
+            print(f"\n{name}: stopping the search (press Ctrl-C again to quit at once)",
+                  file=self.out, flush=True)
+            raise Stop
+        print(f"\n{name}: stopping the search; running trials end as 'interrupted' (press "
+              "Ctrl-C again to quit at once)", file=self.out, flush=True)
+        tune_stop = signal.getsignal(signal.SIGUSR1)  # installed by Tune for this fit
         if callable(tune_stop):
             tune_stop(signal.SIGUSR1, frame)
 
@@ -70,29 +98,3 @@ class Interrupts:
         else:
             os.environ["TUNE_DISABLE_SIGINT_HANDLER"] = self._env
         logging.getLogger("ray.tune.tune").setLevel(self._level)
-
-
-def close_interrupted(book, tracker, out_dir: Path) -> SearchInterrupted:
-    """Record the trials still running as interrupted and tag the parent run; the error to
-    raise. A resume runs new trials in their places (see `trial_book.read_journal`)."""
-    for rec in book.records.values():
-        # Still open, or settled as cut by Tune's end of experiment: both were interrupted.
-        if rec.ended is None or rec.reason == CUT_REASON:
-            rec.ended, rec.status = time.time(), TrialStatus.INTERRUPTED.value
-            rec.reason = "interrupted by a signal"
-            book._print(f"{book._tag(rec)} interrupted after {rec.wall_s:.1f}s wall")
-            tracker.end_trial(rec.trial_id, rec.status, rec.metrics, rec.reason)
-            book._write(rec)  # journalled as interrupted: a resume runs a new trial instead
-    outbox = getattr(tracker, "outbox", None)
-    if outbox is not None:
-        outbox.drain(30.0)
-    if tracker.parent_run_id and tracker.location.startswith(("sqlite:", "http", "file:")):
-        from mlflow.tracking import MlflowClient
-
-        try:
-            client = MlflowClient(tracker.location)
-            client.set_tag(tracker.parent_run_id, "interrupted", "true")
-            client.set_terminated(tracker.parent_run_id, "KILLED")
-        except Exception as err:  # noqa: BLE001 - tracking must never hide the resume hint
-            print(f"(could not tag the MLflow parent run: {err})", file=book.out)
-    return SearchInterrupted(out_dir)

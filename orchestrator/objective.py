@@ -79,6 +79,9 @@ class WeightedObjective:
 
     metric = "objective"
     mode = "max"
+    scalar = True
+    stops_at_target = False
+    needs_baseline = False
 
     @property
     def formula(self) -> str:
@@ -114,6 +117,10 @@ class TimeToTargetObjective:
     name: str = field(default="time_to_target", init=False)
     metric = "objective"
     mode = "max"
+    scalar = True
+    stops_at_target = True
+    """Its value is fixed at the first epoch that reaches the target (orchestrator/stopper.py)."""
+    needs_baseline = False
 
     def __post_init__(self) -> None:
         if not 0 < self.target <= 1:
@@ -156,6 +163,10 @@ class ParetoObjective:
     name: str = field(default="pareto", init=False)
     metric = [ACCURACY, TIME]
     mode = ["max", "min"]
+    scalar = False
+    """Two values: no one number to rank by (ASHA needs one)."""
+    stops_at_target = False
+    needs_baseline = False
 
     @property
     def formula(self) -> str:
@@ -187,6 +198,10 @@ class MatchBaselineObjective:
     name: str = field(default="match_baseline", init=False)
     metric = "objective"
     mode = "max"
+    scalar = True
+    stops_at_target = True
+    needs_baseline = True
+    """Its target is the baseline's score: a search with this objective must run a baseline."""
 
     def __post_init__(self) -> None:
         if not 0 <= self.tolerance < 1:

@@ -11,16 +11,16 @@ import sys
 from typing import TextIO
 
 from orchestrator import resources
-from orchestrator.search import load_spec_data, prepare, print_space
+from orchestrator.prepare import load_data, prepare, print_space
 from orchestrator.spec import SearchSpec
 
 
 def check_spec(spec: SearchSpec, out: TextIO | None = None) -> None:
-    """Raise ValueError (or DataError) for anything a search would refuse before its trials."""
+    """Raise InputError for anything a search would refuse before its trials."""
     out = out or sys.stdout  # looked up now: a test may have replaced it
-    data = load_spec_data(spec)
-    searched, base, plan, pinned = prepare(spec, data, *resources.local_resources())
+    data = load_data(spec)
+    prepared = prepare(spec, data, *resources.local_resources())
     print(f"ok: search {spec.name!r} ({spec.num_trials} trials x {spec.epochs} epochs) on "
           f"{data.describe()}", file=out)
-    print_space(searched, pinned, spec, out, base, plan.use_gpu)
-    print(f"  {plan.max_concurrent_trials} trial(s) at a time here", file=out)
+    print_space(prepared, spec, out)
+    print(f"  {prepared.plan.max_concurrent_trials} trial(s) at a time here", file=out)

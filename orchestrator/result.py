@@ -11,7 +11,7 @@ import pandas as pd
 from orchestrator.pareto import pareto_mask
 from trainables.loop.profile import PICK_PREFIX
 from trainables.status import RANKABLE
-from orchestrator.trial_book import TrialRecord
+from orchestrator.records import TrialRecord
 
 LEADERBOARD_METRICS = ["val_score", "train_time_s", "full_run_s", "samples_per_s",
                        "objective", "speedup_vs_baseline", "fixed_cost_s", "profile_s"]
@@ -21,7 +21,7 @@ def trials_table(records: list[TrialRecord], knobs: list[str]) -> pd.DataFrame:
     """One row per trial, best first: rankable trials by objective, then the rest."""
     rows = []
     for rec in records:
-        row: dict[str, Any] = {"trial_id": rec.trial_id, "status": rec.status}
+        row: dict[str, Any] = {"trial_id": rec.trial_id, "status": str(rec.status)}
         row.update({k: rec.knobs.get(k) for k in knobs})
         # The speed profile's picks, one column per switch ('pick.channels_last').
         row.update({PICK_PREFIX + k: v for k, v in rec.picks.items()})

@@ -3,24 +3,31 @@
 Ray's `OptunaSearch` tells every trial that has a value as COMPLETE: a trial stopped by ASHA or
 the time budget with its partial value, and a trial that ran out of memory or diverged with the
 placeholder its objective reported (for NSGA-II, zero accuracy at the fastest possible time: a
-point on the front). `TruthfulOptunaSearch` tells:
+point on the front). `TruthfulOptunaSearch` tells each trial what its status's row of
+`trainables.status.STATUS_TABLE` says, through `tell`, the one function that the resumed study
+(orchestrator/history.py) uses too:
 
 * finished trials (completed, early-stopped): COMPLETE with their values, feasible;
-* trials stopped by the scheduler or the budget: PRUNED (Optuna keeps their intermediate
-  values; they never count as finished);
+* trials stopped by the scheduler or the budget, and repeats: PRUNED (Optuna keeps their
+  intermediate values; they never count as finished);
 * infeasible and diverged trials (properties of the configuration): COMPLETE with the worst
   values and a violated constraint (`Trial.set_constraint`, Optuna 5), so TPE and NSGA-II steer
   away from the region and the study's front never holds them;
 * failed trials (an error, a lost worker after its retries): FAIL.
+
+A trial that a stopper ended (orchestrator/stopper.py) reports `running` last; its status is the
+stopper's decision (`decided`), as the trial book records it.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
+from typing import Any
 
 from ray.tune.search.optuna import OptunaSearch
 
-from trainables.status import CONFIG_FAILURES, RANKABLE, TrialStatus
+from trainables.status import TrialStatus, traits
 
 logger = logging.getLogger(__name__)
 
@@ -30,37 +37,46 @@ CONSTRAINT = "runs"
 WORST = {"max": -1e9, "min": 1e9}
 
 
+def tell(study, ot_trial, status: str, metrics: Mapping[str, Any] | None,
+         metric: str | list[str], mode: str | list[str]) -> None:
+    """Tell `study` how `ot_trial` ended, as `status`'s traits say. A trial the table says is
+    never told (discarded) is left alone."""
+    from optuna.trial import TrialState
+
+    trait = traits(status)
+    if trait.optuna_state is None:
+        return
+    names = metric if isinstance(metric, list) else [metric]
+    modes = mode if isinstance(mode, list) else [mode]
+    state, values = TrialState[trait.optuna_state], None
+    if state == TrialState.COMPLETE and trait.feasible:
+        values = [(metrics or {}).get(k) for k in names]
+        if any(v is None for v in values):  # a finished trial without its values: an error
+            state, values = TrialState.FAIL, None
+    elif state == TrialState.COMPLETE:
+        values = [WORST[m] for m in modes]
+    if values is not None:
+        ot_trial.set_constraint(CONSTRAINT, 0.0 if trait.feasible else 1.0)
+        values = values if isinstance(metric, list) else values[0]
+    study.tell(ot_trial, values, state=state)
+
+
 class TruthfulOptunaSearch(OptunaSearch):
+    """`decided`: trial id -> (status, reason) of trials a stopper ended (shared with it)."""
+
+    def __init__(self, *args, decided: Mapping[str, tuple[str, str]] | None = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._decided = decided if decided is not None else {}
+
     def on_trial_complete(self, trial_id: str, result: dict | None = None,
                           error: bool = False) -> None:
-        from optuna.trial import TrialState
-
         if trial_id in self._completed_trials or trial_id not in self._ot_trials:
             return super().on_trial_complete(trial_id, result, error)
-        ot_trial = self._ot_trials[trial_id]
-        metrics = self.metric if isinstance(self.metric, list) else [self.metric]
-        modes = self.mode if isinstance(self.mode, list) else [self.mode]
-        status = (result or {}).get("status")
-        values = None
-        if error or not result or status == TrialStatus.FAILED:
-            state = TrialState.FAIL
-        elif status in CONFIG_FAILURES:
-            state = TrialState.COMPLETE
-            values = [WORST[m] for m in modes]
-            ot_trial.set_constraint(CONSTRAINT, 1.0)
-        elif status in RANKABLE:
-            state = TrialState.COMPLETE
-            values = [result.get(k) for k in metrics]
-            ot_trial.set_constraint(CONSTRAINT, 0.0)
-            if any(v is None for v in values):
-                state, values = TrialState.FAIL, None
-        else:
-            # Still 'running' when it ended: stopped by the scheduler or the time budget.
-            state = TrialState.PRUNED
-        if values is not None and not isinstance(self.metric, list):
-            values = values[0]
+        status = TrialStatus.FAILED if error or not result else \
+            self._decided.get(trial_id, (result.get("status", TrialStatus.RUNNING),))[0]
         try:
-            self._ot_study.tell(ot_trial, values, state=state)
+            tell(self._ot_study, self._ot_trials[trial_id], status, result, self.metric,
+                 self.mode)
         except Exception as exc:  # noqa: BLE001 - as OptunaSearch: a bad value must not end the search
             logger.warning("Optuna refused trial %s: %s", trial_id, exc)
         self._completed_trials.add(trial_id)

@@ -1,7 +1,9 @@
 """SearchSpec: everything one search needs, validated on construction.
 
 The CLI flags, a YAML/JSON spec file and the Python API all build this one dataclass, so they
-accept exactly the same options and fail with the same messages.
+accept exactly the same options and fail with the same messages. The flags are derived from the
+fields (orchestrator/spec_flags.py): a field's type gives its flag's type and choices (a Literal),
+its docstring the flag's help, and its `metadata` a flag spelling other than `--field-name`.
 """
 
 from __future__ import annotations
@@ -11,17 +13,25 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args, get_origin, get_type_hints
 
 import yaml
 
-from orchestrator.objective import OBJECTIVES, make_objective
+from orchestrator.objective import make_objective
 from orchestrator.plain_yaml import load as load_yaml
 from trainables.config import TrialConfig
 from trainables.fields import check_fields
 
-PLACEMENTS = ("PACK", "SPREAD")
-PROFILE_MODES = ("on", "off", "compile")
+# Choices live in the types; the tuples are derived for the modules that list them.
+# ObjectiveName agrees with orchestrator.objective.OBJECTIVES, and WorkloadName with
+# trainables.workloads.WORKLOADS (tests/orchestrator/test_cli_flags.py checks both).
+ObjectiveName = Literal["weighted", "time_to_target", "pareto", "match_baseline"]
+WorkloadName = Literal["classifier", "unet3d"]
+Placement = Literal["PACK", "SPREAD"]
+ProfileMode = Literal["on", "off", "compile"]
+SpatialDims = Literal[0, 1, 2, 3]
+PLACEMENTS: tuple[str, ...] = get_args(Placement)
+PROFILE_MODES: tuple[str, ...] = get_args(ProfileMode)
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
 
 
@@ -29,35 +39,39 @@ _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
 class SearchSpec:
     name: str = "default"
     """Search name: the MLflow experiment and the folder under `output_dir`."""
-    workload: str = "classifier"
+    workload: WorkloadName = "classifier"
     """Built-in workload: 'classifier' (2D CNN) or 'unet3d' (3D segmentation)."""
-    model: str | Any | None = None
-    """Your own model: 'module:function' or (API) a function (TrialConfig, DataMeta) -> nn.Module.
-    Every switch of the loop applies to it; needs `data`."""
-    data: str | Any | None = None
+    model: str | Any | None = field(default=None, metadata={"metavar": "module:function"})
+    """Your own model builder as 'module:function' (needs `data`), or (API) a function
+    (TrialConfig, DataMeta) -> nn.Module. Every switch of the loop applies to it."""
+    data: str | Any | None = field(default=None, metadata={"metavar": "PATH"})
     """An .npz (`x`, `y`, optional `x_val`, `y_val`), a .parquet (tensor column `x`, label
-    column `y`), a folder of .npy volumes, or (API) an ArrayData / a dict of arrays; None uses
-    the workload's built-in synthetic set."""
-    space: str | dict | Any = "default"
+    column `y`), a folder of .npy volumes, or (API) an ArrayData / a dict of arrays; default
+    (None): the workload's built-in synthetic set."""
+    space: str | dict | Any = field(default="default",
+                                    metadata={"metavar": "NAME|module:function"})
     """A registered space name, 'module:function', a written dict, or a function (API only)."""
-    base: dict[str, Any] = field(default_factory=dict)
-    """Fixed trial settings (TrialConfig fields) that the space does not search."""
+    base: dict[str, Any] = field(default_factory=dict, metadata={"flag": "--set"})
+    """Fixed trial settings (TrialConfig fields, e.g. lr=0.01) that the space does not search."""
     epochs: int = 3
     """Epochs per trial (a shortcut for base['epochs'])."""
-    num_trials: int = 8
+    num_trials: int = field(default=8, metadata={"flag": "--trials"})
     """Trials to run (the search may stop earlier on `time_budget_s`)."""
-    time_budget_s: float | None = None
-    """Wall-clock budget of the whole search; running trials are stopped when it runs out."""
-    objective: str = "weighted"
-    """'weighted', 'time_to_target', 'pareto' or 'match_baseline' (formulas in
-    orchestrator/objective.py and the README)."""
+    time_budget_s: float | None = field(default=None, metadata={"flag": "--time-budget"})
+    """Wall-clock budget of the whole search, seconds; running trials are stopped when it runs
+    out."""
+    objective: ObjectiveName = "weighted"
+    """How trials are ranked: 'weighted' (accuracy minus a penalty per doubling of time),
+    'time_to_target' (fastest to `target`), 'pareto' (accuracy against time) or 'match_baseline'
+    (fastest within `tolerance` of the baseline). Formulas in orchestrator/objective.py and the
+    README."""
     time_weight: float = 0.05
     """Weighted objective: accuracy lost per doubling of training time."""
-    reference_time_s: float = 10.0
-    """Weighted objective: the time at which the time penalty is zero."""
+    reference_time_s: float = field(default=10.0, metadata={"flag": "--reference-time"})
+    """Weighted objective: the time at which the time penalty is zero, seconds."""
     target: float | None = None
     """time_to_target objective: the validation accuracy to reach."""
-    baseline: str | None = None
+    baseline: str | None = field(default=None, metadata={"metavar": "seeds|base|none|PATH"})
     """A trial run first, outside `num_trials`, that every trial is compared with: 'seeds' (the
     legacy loop with the seed write-ups' 'before' habits), 'base' (your `base` settings as you
     run them today), 'none', or the path of a baseline measured before (an earlier search's
@@ -77,14 +91,15 @@ class SearchSpec:
     """ASHA: epochs every trial runs before it may be stopped."""
     reduction_factor: int = 2
     """ASHA: keep the top 1/reduction_factor of trials at each rung."""
-    warm_start: str | list | None = None
-    """Configs tried first (Optuna learns from them): a list of knob dicts, or 'seeds' for two
-    known fast settings (bf16 with batch 64; bf16 with batch 128 at half width), limited to the
-    searched knobs."""
+    warm_start: str | list | None = field(default=None, metadata={"metavar": "seeds|JSON"})
+    """Configs tried first (Optuna learns from them): a list of knob mappings (JSON on the
+    command line), or 'seeds' for two known fast settings (bf16 with batch 64; bf16 with batch
+    128 at half width), limited to the searched knobs."""
     cpus_per_trial: int | None = None
     """CPUs one trial's workers share; default: all CPUs of one machine (locally: all of them;
     on a cluster: one node's; with GPUs: the CPUs beside the trial's GPUs). Fair timing."""
-    max_concurrent_trials: int | None = None
+    max_concurrent_trials: int | None = field(default=None,
+                                              metadata={"flag": "--max-concurrent"})
     """Trials at once; default: as many as fit without sharing cores or GPUs."""
     always_use_worker_group: bool = False
     """Run single-worker trials through a Ray Train worker group too. Off by default: the
@@ -93,13 +108,13 @@ class SearchSpec:
     """Where Ray's trial folders, the leaderboard and the best config are written."""
     tracking_uri: str | None = None
     """MLflow tracking URI; default: a SQLite file `mlflow.db` in the working directory."""
-    spatial_dims: int | None = None
+    spatial_dims: SpatialDims | None = None
     """Spatial axes of one sample: 0 feature vectors (N, F), 1 signals (N, C, L), 2 images
-    (N, C, H, W) or (N, H, W), 3 volumes; None infers it from the array's shape."""
-    placement: str = "PACK"
+    (N, C, H, W) or (N, H, W), 3 volumes; default (None): inferred from the array's shape."""
+    placement: Placement = "PACK"
     """Where a trial's workers go on a multi-node cluster: 'PACK' (as few nodes as possible:
     fast collectives) or 'SPREAD' (across nodes: more memory bandwidth, survives one node)."""
-    profile: str = "on"
+    profile: ProfileMode = "on"
     """Speed-only switches (channels_last; cudnn_benchmark on CUDA) are picked at the start of
     each trial by timing a few steps per value, not searched: 'on', 'off', or 'compile' (also
     times torch.compile, whose one-off cost is spread over the trial's steps). A switch you
@@ -109,9 +124,10 @@ class SearchSpec:
     measure run-to-run noise. Off: the repeat reports the first run's result as `duplicate`."""
 
     def __post_init__(self) -> None:
-        check_fields(self)  # "time_weight: expected a number, got 'abc'" before anything else
-        if self.spatial_dims is not None and self.spatial_dims not in (0, 1, 2, 3):
-            raise ValueError(f"spatial_dims must be 0, 1, 2 or 3 (got {self.spatial_dims})")
+        if self.spatial_dims is not None and not _is_choice(self.spatial_dims, SpatialDims):
+            raise ValueError(f"spatial_dims must be 0, 1, 2 or 3 (got {self.spatial_dims!r})")
+        _check_choices(self)  # "placement must be one of ['PACK', 'SPREAD'] (got 'spread')"
+        check_fields(self)  # "time_weight: expected a number, got 'abc'" before the rest
         if not isinstance(self.name, str) or not _NAME.match(self.name):
             raise ValueError(f"name {self.name!r} must be 1-100 letters, digits, '_', '.' or '-'")
         if isinstance(self.data, (str, Path)) and not Path(self.data).exists():
@@ -122,11 +138,6 @@ class SearchSpec:
             raise ValueError("a custom model needs its own data: pass data (an .npz, a folder "
                              "of .npy volumes, or arrays)")
         self.resolved_model()  # a bad module:function path fails now
-        from trainables.workloads import WORKLOADS
-
-        if self.model is None and self.workload not in WORKLOADS:
-            raise ValueError(f"workload must be one of {sorted(WORKLOADS)} (got "
-                             f"{self.workload!r}); or pass your own model")
         for key, value, lowest in (("epochs", self.epochs, 1), ("num_trials", self.num_trials, 1)):
             if not isinstance(value, int) or isinstance(value, bool) or value < lowest:
                 raise ValueError(f"{key} must be an integer >= {lowest} (got {value!r})")
@@ -136,14 +147,6 @@ class SearchSpec:
             value = getattr(self, key)
             if value is not None and (not isinstance(value, int) or value < 1):
                 raise ValueError(f"{key} must be an integer >= 1 (got {value!r})")
-        if self.profile not in PROFILE_MODES:
-            raise ValueError(f"profile must be one of {list(PROFILE_MODES)} "
-                             f"(got {self.profile!r})")
-        if self.placement not in PLACEMENTS:
-            raise ValueError(f"placement must be one of {list(PLACEMENTS)} "
-                             f"(got {self.placement!r})")
-        if self.objective not in OBJECTIVES:
-            raise ValueError(f"objective must be one of {list(OBJECTIVES)} (got {self.objective!r})")
         self.make_objective()  # validates weight / target / tolerance / full_epochs
         from orchestrator.baseline import check_baseline
 
@@ -254,6 +257,20 @@ def check_data_kind(workload: str, data: Path) -> None:
     if not data.is_dir() and workload == "unet3d":
         raise ValueError(f"workload unet3d trains on volumes: data {data} must be a folder with "
                          "images/ and labels/ of .npy volumes")
+
+
+def _is_choice(value: Any, choices: Any) -> bool:
+    """`value` is one of a Literal's values, of the same type (True is not 1, 1.0 is not 1)."""
+    return any(value == c and type(value) is type(c) for c in get_args(choices))
+
+
+def _check_choices(spec: SearchSpec) -> None:
+    """A Literal field's wrong value fails naming the values it may take."""
+    for name, tp in get_type_hints(type(spec)).items():
+        choices = tp if get_origin(tp) is Literal else None
+        value = getattr(spec, name, None)
+        if choices is not None and not _is_choice(value, choices):
+            raise ValueError(f"{name} must be one of {list(get_args(choices))} (got {value!r})")
 
 
 def _qualname(obj: Any) -> str:

@@ -24,26 +24,26 @@ def _finite(value) -> bool:
 class TargetStopper(Stopper):
     """Stops a trial once it reached the objective's target (`early_stopped`), or, with a
     baseline, once its training time passes the baseline's without reaching it (`pruned`).
-    `stopped` maps trial id -> (status, reason) for the trial book."""
+    `stopped` maps trial id -> (status, reason): the trial book and the searcher read it."""
 
     def __init__(self, objective):
         self.objective = objective
-        self.stopped: dict[str, tuple[str, str]] = {}
+        self.stopped: dict[str, tuple[TrialStatus, str]] = {}
 
     def __call__(self, trial_id: str, result: dict) -> bool:
-        if result.get("status", "running") != "running":
+        if result.get("status", TrialStatus.RUNNING) != TrialStatus.RUNNING:
             return False  # it ends by itself (done, diverged, infeasible, ...)
         target = getattr(self.objective, "target", None)
         if _finite(result.get("time_to_target_s")):
             self.stopped[trial_id] = (
-                TrialStatus.EARLY_STOPPED.value,
+                TrialStatus.EARLY_STOPPED,
                 f"reached the target {target:.4f} at epoch {result.get('epoch')}")
             return True
         baseline_s = getattr(self.objective, "baseline_s", None)
-        if self.objective.name == "match_baseline" and _finite(baseline_s) and \
+        if self.objective.needs_baseline and _finite(baseline_s) and \
                 float(result.get("train_time_s", 0.0)) >= baseline_s:
             self.stopped[trial_id] = (
-                TrialStatus.PRUNED.value,
+                TrialStatus.PRUNED,
                 f"slower than the baseline: {result['train_time_s']:.1f}s of training, the "
                 f"baseline's whole run took {baseline_s:.1f}s, score {target:.4f} not reached")
             return True
@@ -55,5 +55,4 @@ class TargetStopper(Stopper):
 
 def target_stopper(objective) -> TargetStopper | None:
     """The stopper for `objective`, or None when its value can change until the last epoch."""
-    return TargetStopper(objective) if objective.name in ("time_to_target",
-                                                          "match_baseline") else None
+    return TargetStopper(objective) if objective.stops_at_target else None

@@ -1,4 +1,9 @@
-"""Trial statuses: the one home of every word a trial can end with, and their groups.
+"""Trial statuses: the one home of every word a trial can end with, and of what each means.
+
+`STATUS_TABLE` gives every status its Optuna state, its MLflow run status, whether it is
+rankable, and what a resume does with it; the live searcher (orchestrator/searcher.py), the
+resumed study (orchestrator/history.py), the MLflow writer, the leaderboard and the journal all
+read it, so a live search and a resume cannot disagree.
 
 A status is a `str` enum so that it compares equal to its word (what Tune results, the trial
 journal, the leaderboard and MLflow tags carry) and serializes as plain text.
@@ -34,38 +39,94 @@ class TrialStatus(StrEnum):
     INTERRUPTED = "interrupted"
     """Still running when the user stopped the search (Ctrl-C, SIGTERM); a resume runs it again."""
 
+    @property
+    def traits(self) -> Traits:
+        """What this status means to Optuna, MLflow, the leaderboard and a resume."""
+        return STATUS_TABLE[self]
 
-# Trials that ran to a valid end: the leaderboard ranks them and the Pareto set is drawn from them.
-RANKABLE = frozenset({TrialStatus.COMPLETED, TrialStatus.EARLY_STOPPED})
 
-# Properties of the configuration itself: the sampler is told they violate a constraint, so it
-# steers away from the region instead of merely ignoring the trial.
-CONFIG_FAILURES = frozenset({TrialStatus.DIVERGED, TrialStatus.INFEASIBLE})
+class OnResume(StrEnum):
+    """What `orchestrator resume` does with a trial the journal ended with this status."""
 
-# Trials without a valid result: scored as the worst value, never ranked, never retried.
-FAILED_STATUSES = CONFIG_FAILURES | {TrialStatus.FAILED}
+    KEEP = "keep"
+    """A finished trial: it stays in the leaderboard and MLflow, and the resumed study is told
+    of it as the live study was. It is never run again."""
+    RUN_AGAIN = "run_again"
+    """Cut short by the stop: journalled `discarded`, its partial MLflow run deleted, and a new
+    trial takes its place in the trial count."""
+    DROP = "drop"
+    """Already replaced by an earlier resume: not a trial of the search any more."""
 
-# Trial status -> MLflow run status.
-MLFLOW_RUN_STATUS: dict[TrialStatus, str] = {
-    TrialStatus.RUNNING: "RUNNING",
-    TrialStatus.COMPLETED: "FINISHED",
-    TrialStatus.EARLY_STOPPED: "FINISHED",
-    TrialStatus.PRUNED: "KILLED",
-    TrialStatus.DIVERGED: "FAILED",
-    TrialStatus.INFEASIBLE: "FAILED",
-    TrialStatus.FAILED: "FAILED",
-    TrialStatus.DISCARDED: "KILLED",
-    TrialStatus.DUPLICATE: "FINISHED",
-    TrialStatus.INTERRUPTED: "KILLED",
+
+@dataclass(frozen=True)
+class Traits:
+    """What one status means to everyone who reads it (one row of `STATUS_TABLE`)."""
+
+    optuna_state: str | None
+    """The Optuna `TrialState` the study is told (`COMPLETE`, `PRUNED`, `FAIL`), live and on
+    resume alike; None: never told (not a trial of the study)."""
+    feasible: bool | None
+    """COMPLETE trials only: whether the configuration could run (Optuna's constraint). A
+    configuration that cannot run is told with the worst values and a violated constraint, so
+    TPE and NSGA-II steer away from its region and no front ever holds it."""
+    mlflow_status: str
+    """The MLflow run status of the trial's run."""
+    rankable: bool
+    """Ran to a valid end: ranked on the leaderboard, eligible for the Pareto set and best."""
+    on_resume: OnResume
+    repeatable: bool
+    """A property of the configuration: the same knobs and seed would end the same way, so a
+    repeat proposal reports this result (`duplicate`) instead of training again."""
+    failed: bool
+    """No valid result: the objective scores it as the worst value."""
+
+
+_T = Traits
+STATUS_TABLE: dict[TrialStatus, Traits] = {
+    #                          optuna      feasible mlflow     rankable on_resume       repeat failed
+    TrialStatus.RUNNING:       _T("PRUNED",   None,  "RUNNING",  False, OnResume.RUN_AGAIN, False, False),  # noqa: E501
+    TrialStatus.COMPLETED:     _T("COMPLETE", True,  "FINISHED", True,  OnResume.KEEP,      True,  False),  # noqa: E501
+    TrialStatus.EARLY_STOPPED: _T("COMPLETE", True,  "FINISHED", True,  OnResume.KEEP,      True,  False),  # noqa: E501
+    TrialStatus.PRUNED:        _T("PRUNED",   None,  "KILLED",   False, OnResume.KEEP,      False, False),  # noqa: E501
+    TrialStatus.DIVERGED:      _T("COMPLETE", False, "FAILED",   False, OnResume.KEEP,      True,  True),   # noqa: E501
+    TrialStatus.INFEASIBLE:    _T("COMPLETE", False, "FAILED",   False, OnResume.KEEP,      True,  True),   # noqa: E501
+    TrialStatus.FAILED:        _T("FAIL",     None,  "FAILED",   False, OnResume.KEEP,      False, True),   # noqa: E501
+    TrialStatus.DISCARDED:     _T(None,       None,  "KILLED",   False, OnResume.DROP,      False, False),  # noqa: E501
+    TrialStatus.DUPLICATE:     _T("PRUNED",   None,  "FINISHED", False, OnResume.KEEP,      False, False),  # noqa: E501
+    TrialStatus.INTERRUPTED:   _T("PRUNED",   None,  "KILLED",   False, OnResume.RUN_AGAIN, False, False),  # noqa: E501
 }
+"""Why some rows read as they do:
+* RUNNING is a trial that ended without a final report of its own: the scheduler (ASHA), the
+  time budget or a signal stopped it. Optuna keeps its intermediate values as PRUNED.
+* DUPLICATE reports another trial's result; that trial told the study already, so the repeat
+  is PRUNED (it must not count twice). Its MLflow run is FINISHED: nothing went wrong.
+* INTERRUPTED is PRUNED in the live study, which ends with the driver; the resumed study never
+  holds it: a new trial runs in its place."""
+
+
+def traits(status: str) -> Traits:
+    """The traits of a status word (what Tune results and the journal carry); an unknown word
+    reads as `failed`."""
+    try:
+        return STATUS_TABLE[TrialStatus(status)]
+    except ValueError:
+        return STATUS_TABLE[TrialStatus.FAILED]
+
+
+def _where(test) -> frozenset[TrialStatus]:
+    return frozenset(s for s, t in STATUS_TABLE.items() if test(t))
+
+
+# Groups, derived from the table (names kept for readers of sets).
+RANKABLE = _where(lambda t: t.rankable)
+CONFIG_FAILURES = _where(lambda t: t.feasible is False)
+FAILED_STATUSES = _where(lambda t: t.failed)
+REPEATABLE = _where(lambda t: t.repeatable)
 
 
 def mlflow_run_status(status: str) -> str:
     """The MLflow run state for a trial status word (an unknown word is a failure)."""
-    try:
-        return MLFLOW_RUN_STATUS[TrialStatus(status)]
-    except ValueError:
-        return "FAILED"
+    return traits(status).mlflow_status
 
 
 @dataclass(frozen=True)
@@ -123,6 +184,12 @@ def is_out_of_memory(exc: BaseException) -> bool:
     """Whether `exc` (or what it wraps) is running out of memory: what `status_of` calls
     infeasible. The speed profile lets these end the trial and drops a candidate for others."""
     return any(_oom(e) for e in _causes(exc))
+
+
+def is_out_of_memory_text(reason: str) -> bool:
+    """Whether an error's text (all that reaches the driver of a worker group's failure) says
+    it ran out of memory."""
+    return any(m in reason for m in ("OutOfMemoryError", "out of memory", *_CPU_OOM))
 
 
 def status_of(exc: BaseException) -> Outcome:

@@ -15,10 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.tracking.steps import (DatasetRecord, DiscardTrial, EndSearch, EndTrial,
-                                         LogEpoch, StartSearch, StartTrial, Step)
-from trainables.status import mlflow_run_status
+                                         InterruptSearch, LogEpoch, StartSearch, StartTrial,
+                                         Step)
+from trainables.status import TrialStatus, mlflow_run_status
 
 TRIAL_ID_TAG = "orchestrator.trial_id"
+INTERRUPTED_TAG = "interrupted"  # on the parent run while a signal has it stopped
 PARENT_TAG = "mlflow.parentRunId"
 # MLflow 3 opens an experiment without this tag in its GenAI view (traces, tokens); this one
 # opens it on its training runs.
@@ -137,6 +139,9 @@ class MlflowWriter:
                 self._discard_trial(step)
             case EndSearch():
                 self._end_search(step)
+            case InterruptSearch():
+                self._log(self.parent_run_id, tags={INTERRUPTED_TAG: "true"})
+                self.client.set_terminated(self.parent_run_id, "KILLED")
             case _:
                 raise TypeError(f"not a tracking step: {step!r}")
 
@@ -154,6 +159,8 @@ class MlflowWriter:
             run_id = run.info.run_id
         else:  # a resumed search continues its parent run
             self.client.update_run(run_id, status="RUNNING")
+            if INTERRUPTED_TAG in self.client.get_run(run_id).data.tags:
+                self.client.delete_tag(run_id, INTERRUPTED_TAG)  # it runs again
             # MLflow refuses to change a param; the first value logged stays.
             logged = self.client.get_run(run_id).data.params
             params = {k: v for k, v in params.items() if k not in logged}
@@ -165,7 +172,7 @@ class MlflowWriter:
 
     def _start_trial(self, step: StartTrial) -> None:
         tags = {PARENT_TAG: self.parent_run_id, "orchestrator.role": "trial",
-                TRIAL_ID_TAG: step.trial_id, "status": "running", **step.tags}
+                TRIAL_ID_TAG: step.trial_id, "status": TrialStatus.RUNNING, **step.tags}
         # Every config field is a param (the config is flat), the searched knobs among them:
         # the run alone says how to train that model again.
         params = {**step.params, **(step.config or {})}
@@ -204,8 +211,8 @@ class MlflowWriter:
         run_id = self._run(step.trial_id)
         if run_id is None:
             return  # the dead driver never reached MLflow for it
-        self._log(run_id, tags={"status": "discarded"})
-        self.client.set_terminated(run_id, mlflow_run_status("discarded"))
+        self._log(run_id, tags={"status": TrialStatus.DISCARDED})
+        self.client.set_terminated(run_id, mlflow_run_status(TrialStatus.DISCARDED))
         self.client.delete_run(run_id)
         self.runs.pop(step.trial_id, None)
 

@@ -90,9 +90,17 @@ class EndSearch:
     timestamp_ms: int
 
 
-Step = StartSearch | StartTrial | LogEpoch | EndTrial | DiscardTrial | EndSearch
+@dataclass(frozen=True)
+class InterruptSearch:
+    """A signal stopped the search: its parent run ends KILLED, tagged `interrupted`."""
+
+    op: ClassVar[str] = "interrupt_search"
+    timestamp_ms: int
+
+
+Step = StartSearch | StartTrial | LogEpoch | EndTrial | DiscardTrial | EndSearch | InterruptSearch
 STEPS: dict[str, type] = {cls.op: cls for cls in (StartSearch, StartTrial, LogEpoch, EndTrial,
-                                                  DiscardTrial, EndSearch)}
+                                                  DiscardTrial, EndSearch, InterruptSearch)}
 
 
 def to_json(step: Step) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from orchestrator.tracking.environment import environment_tags
 from orchestrator.tracking.mlflow_writer import MlflowWriter
 from orchestrator.tracking.outbox import Outbox
 from orchestrator.tracking.steps import (DatasetRecord, DiscardTrial, EndSearch, EndTrial,
-                                         LogEpoch, StartSearch, StartTrial)
+                                         InterruptSearch, LogEpoch, StartSearch, StartTrial)
 from orchestrator.tracking.system_metrics import SystemMetrics
 
 # MLflow's REST client retries a failed request for minutes by default; the outbox retries
@@ -41,8 +41,10 @@ class Tracker(ABC):
 
     @abstractmethod
     def start_trial(self, trial_id: str, params: dict[str, Any],
-                    config: dict[str, Any] | None = None) -> None:
-        """params: the searched knobs; config: the trial's whole resolved config."""
+                    config: dict[str, Any] | None = None, role: str = "trial",
+                    tags: dict[str, str] | None = None) -> None:
+        """params: the searched knobs; config: the trial's whole resolved config; role: why it
+        ran (`orchestrator.records.Role`); tags: more tags of its run (`baseline`)."""
 
     @abstractmethod
     def log_epoch(self, trial_id: str, metrics: dict[str, float], step: int) -> None: ...
@@ -60,6 +62,11 @@ class Tracker(ABC):
     def end_search(self, artifacts: dict[str, str | bytes], trial_tags: dict[str, dict[str, str]],
                    metrics: dict[str, float]) -> None: ...
 
+    @abstractmethod
+    def interrupt_search(self) -> None:
+        """A signal stopped the search: its parent run ends KILLED, tagged `interrupted`, until
+        `orchestrator resume` continues it."""
+
 
 class NullTracker(Tracker):
     """Tracking off: every verb does nothing."""
@@ -67,7 +74,7 @@ class NullTracker(Tracker):
     def start_search(self, name, params, artifacts, parent_run_id=None, dataset=None) -> None:
         pass
 
-    def start_trial(self, trial_id, params, config=None) -> None:
+    def start_trial(self, trial_id, params, config=None, role="trial", tags=None) -> None:
         pass
 
     def log_epoch(self, trial_id, metrics, step) -> None:
@@ -80,6 +87,9 @@ class NullTracker(Tracker):
         pass
 
     def end_search(self, artifacts, trial_tags, metrics) -> None:
+        pass
+
+    def interrupt_search(self) -> None:
         pass
 
 
@@ -136,9 +146,12 @@ class MlflowTracker(Tracker):
                                        self.resume_parent_run_id, dataset))
 
     def start_trial(self, trial_id: str, params: dict[str, Any],
-                    config: dict[str, Any] | None = None) -> None:
+                    config: dict[str, Any] | None = None, role: str = "trial",
+                    tags: dict[str, str] | None = None) -> None:
         # Copies: a held step must keep the values of its event, whatever the caller changes.
-        self.outbox.submit(StartTrial(trial_id, dict(params), self._env,
+        self.outbox.submit(StartTrial(trial_id, dict(params),
+                                      {**self._env, "orchestrator.role": str(role),
+                                       **(tags or {})},
                                       dict(config) if config is not None else None))
         run_id = self.writer.runs.get(trial_id)
         if run_id is not None and self.system_metrics is not None:  # held while the store is down
@@ -167,6 +180,12 @@ class MlflowTracker(Tracker):
             message = self.outbox.fall_back(directory)
             self.location = f"sqlite:///{directory / 'mlflow-fallback.db'}"
             self.outbox.say(message)
+
+    def interrupt_search(self) -> None:
+        if self.system_metrics is not None:
+            self.system_metrics.stop_all()
+        self.outbox.submit(InterruptSearch(_now_ms()))
+        self.outbox.drain(30.0)  # a short wait: the resume hint must not wait on a dead store
 
 
 def _now_ms() -> int:

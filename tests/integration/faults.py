@@ -103,3 +103,21 @@ def ooms_when_wide(cfg, meta):
 
     model.register_forward_pre_hook(out_of_memory)
     return model
+
+
+# ---- a model slow enough to be stopped at a chosen epoch ------------------------------------------
+SLOW_STEP_S = 0.04
+"""Extra seconds per training step: the tests' tiny data (15 steps an epoch) then takes ~0.6 s an
+epoch, so a signal sent when epoch 2 is printed lands inside epoch 3."""
+
+
+def slow_classifier(cfg, meta):
+    """The classifier, sleeping `SLOW_STEP_S` before each training forward."""
+    model = build_classifier(cfg, meta)
+
+    def wait(module, args):
+        if module.training:
+            time.sleep(SLOW_STEP_S)
+
+    model.register_forward_pre_hook(wait)
+    return model

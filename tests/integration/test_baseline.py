@@ -74,15 +74,21 @@ def test_seeds_baseline_then_match_baseline_search(ray_session, tmp_path):
     client = MlflowClient(spec.tracking_uri)
     exp = client.get_experiment_by_name("it-headline")
     runs = client.search_runs([exp.experiment_id])
-    roles = sorted(r.data.tags.get("orchestrator.role") for r in runs)
-    assert roles.count("search") == 1 and roles.count("baseline") == 1
+    # One search: one parent run, the baseline a child of it (not a nested search).
+    parents = [r for r in runs if r.data.tags.get("orchestrator.role") == "search"]
+    assert len(parents) == 1 and parents[0].info.run_id == result.parent_run_id
     marked = [r for r in runs if r.data.tags.get("baseline") == "true"]
-    assert len(marked) == 1
-    assert marked[0].data.tags["mlflow.parentRunId"] == base["parent_run_id"]
-    trial_runs = [r for r in runs if r.data.tags.get("orchestrator.role") == "trial"
-                  and r.data.tags.get("baseline") != "true"]
-    assert len(trial_runs) == 3
+    assert len(marked) == 1 and marked[0].data.tags["orchestrator.role"] == "baseline"
+    assert marked[0].data.tags["mlflow.parentRunId"] == base["parent_run_id"] \
+        == result.parent_run_id
+    assert marked[0].data.tags["orchestrator.trial_id"] == base["trial_id"]
+    trial_runs = [r for r in runs if r.data.tags.get("orchestrator.role") == "trial"]
+    assert len(trial_runs) == 3 and "baseline" not in {r.data.tags.get("baseline")
+                                                       for r in trial_runs}
     assert all("final_full_run_s" in r.data.metrics for r in trial_runs)
+    # One folder: no search of its own under the search's folder.
+    assert not (Path(result.output_dir) / "baseline").exists()
+    assert len(base["curve"]) == base["epochs"] == 10  # its learning curve, epoch by epoch
 
 
 def _assert_no_ledger_left(timeout_s: float = 20.0) -> None:

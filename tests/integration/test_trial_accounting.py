@@ -14,7 +14,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from orchestrator import SearchSpec, run_search
-from orchestrator.trial_book import read_journal
+from orchestrator.records import read_journal
 
 pytestmark = pytest.mark.integration
 

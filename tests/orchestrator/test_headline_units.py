@@ -106,25 +106,30 @@ def test_a_recorded_baseline_is_compared_with_not_run_again(tiny_npz, tmp_path):
     import io
     import json
 
-    from orchestrator.baseline import run_baseline
+    from orchestrator.search import Search
 
     record = {"kind": "seeds", "config": {"batch_size": 32}, "status": "completed",
               "val_score": 0.9, "train_time_s": 120.0, "full_run_s": 120.0}
     path = tmp_path / "baseline.json"
     path.write_text(json.dumps(record))
-    spec = SearchSpec(data=tiny_npz, objective="match_baseline", baseline=str(path))
+    spec = SearchSpec(data=tiny_npz, objective="match_baseline", baseline=str(path),
+                      output_dir=str(tmp_path / "runs"))
 
     def must_not_run(*args, **kwargs):
         raise AssertionError("a recorded baseline ran again")
 
-    folder = tmp_path / "search"
-    folder.mkdir()
     out = io.StringIO()
-    assert run_baseline(spec, {}, folder, out, must_not_run) == record
-    assert json.loads((folder / "baseline.json").read_text()) == record  # kept with the search
+    search = Search(spec, out=out)  # its baseline stage alone: no Ray, no trial
+    search._train_baseline = must_not_run
+    search.folder.root.mkdir(parents=True)
+    search.run_baseline()
+    assert search.baseline == record
+    # Kept with the search, so a resume reads it back.
+    assert json.loads(search.folder.baseline.read_text()) == record
     assert "recorded in" in out.getvalue()
-    objective = with_baseline(spec.make_objective(), record)
+    objective = search.objective
     assert objective.target == pytest.approx(0.895) and objective.baseline_s == 120.0
+    assert objective == with_baseline(spec.make_objective(), record)
 
     # Anything else is refused before any work, saying what a baseline may be.
     with pytest.raises(ValueError, match="or the path of a recorded baseline"):

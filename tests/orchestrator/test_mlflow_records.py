@@ -46,7 +46,7 @@ def test_child_run_holds_config_dataset_and_system_metrics(tmp_path):
     data, path = _data(tmp_path)
     tracker = MlflowTracker(uri, artifact_root=tmp_path / "artifacts", system_metrics_s=0.2)
     base = {"epochs": 2, "patch_size": 8, "lr": 0.01}
-    book = TrialBook(tracker, 1, 2, journal=None, base=base)
+    book = TrialBook(tracker, journal=None, base=base)
     tracker.start_search("records", {"epochs": 2}, {"spec.yaml": "name: records\n"},
                          dataset=dataset_record(data))
     trial = FakeTrial("t1", {"width": 0.5, "batch_size": np.int64(16)})  # as Optuna samples

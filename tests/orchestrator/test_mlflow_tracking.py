@@ -18,10 +18,11 @@ import torch
 from mlflow.tracking import MlflowClient
 
 from orchestrator.folder import SearchFolder
-from orchestrator.search import _finish
+from orchestrator.finish import write_results
 from orchestrator.spec import SearchSpec
 from orchestrator.tracking import MlflowTracker
 from orchestrator.tracking.outbox import main as import_journal
+from orchestrator.records import Role
 from orchestrator.trial_book import TrialBook
 
 pytestmark = pytest.mark.mlflow_server
@@ -61,7 +62,7 @@ class Search:
         self.messages = io.StringIO()
         self.tracker = MlflowTracker(uri, fallback_dir=self.out_dir, out=self.messages,
                                      **tracker_options)
-        self.book = TrialBook(self.tracker, len(PLAN), EPOCHS, out=io.StringIO())
+        self.book = _book(self.tracker)
         self.started = time.time()
         self.tmp = tmp
 
@@ -102,8 +103,17 @@ class Search:
             self.play(trial_id)
 
     def finish(self):
-        return _finish(self.spec, {"width": None}, self.spec.trial_base(), self.book,
-                       self.tracker, self.objective, SearchFolder(self.out_dir), self.started)
+        wall = time.time() - self.started
+        return write_results(name=self.spec.name, data_name=None, knobs=["width"],
+                             base=self.spec.trial_base(), book=self.book, tracker=self.tracker,
+                             objective=self.objective, folder=SearchFolder(self.out_dir),
+                             baseline=None, wall_s=wall, search_cost_s=wall)
+
+
+def _book(tracker, journal=None) -> TrialBook:
+    book = TrialBook(tracker, out=io.StringIO(), journal=journal)
+    book.begin(Role.TRIAL, planned=len(PLAN), epochs=EPOCHS)
+    return book
 
 
 def _runs(uri: str, name: str):
@@ -245,7 +255,7 @@ def test_driver_death_during_an_outage_loses_nothing_and_resume_tags_every_trial
 
     outbox, journal = tmp_path / "mlflow-outbox.jsonl", tmp_path / "trials.jsonl"
     first = Search(tmp_path / "a", "it-dies", mlflow_server.uri, outbox_file=outbox)
-    first.book = TrialBook(first.tracker, len(PLAN), EPOCHS, out=io.StringIO(), journal=journal)
+    first.book = _book(first.tracker, journal)
     first.start()
     first.play("t_best")
     parent = first.tracker.parent_run_id
@@ -260,7 +270,7 @@ def test_driver_death_during_an_outage_loses_nothing_and_resume_tags_every_trial
 
     again = Search(tmp_path / "b", "it-dies", mlflow_server.uri, outbox_file=outbox,
                    parent_run_id=parent)
-    again.book = TrialBook(again.tracker, len(PLAN), EPOCHS, out=io.StringIO(), journal=journal)
+    again.book = _book(again.tracker, journal)
     assert set(again.book.records) == {"t_best", "t_fast"} and again.book.cut_short == ["t_slow"]
     again.start()  # writes the dead driver's held records first
     again.book.discard_cut_short()

@@ -15,7 +15,7 @@ import pytest
 from orchestrator.cli import build_parser, spec_from_args
 from orchestrator.preflight import check_spec
 from orchestrator.result import trials_table
-from orchestrator.search import profile_switches
+from orchestrator.prepare import profile_switches
 from orchestrator.spec import SearchSpec
 from tests.orchestrator.test_trial_book import _book, _result, _trial
 

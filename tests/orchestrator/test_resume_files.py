@@ -11,7 +11,7 @@ from ray import tune
 from orchestrator import jsonl
 from orchestrator.folder import SearchFolder, portable_spec
 from orchestrator.history import seeded_storage
-from orchestrator.trial_book import TrialRecord, read_journal
+from orchestrator.records import TrialRecord, read_journal
 
 
 def test_a_torn_last_line_is_skipped_and_a_torn_middle_line_is_an_error(tmp_path):

@@ -4,11 +4,13 @@ searcher is driven the way Tune drives it). Run: python -m pytest -q tests/orche
 from __future__ import annotations
 
 import optuna
+import pytest
 from optuna.samplers import NSGAIISampler, TPESampler
 from optuna.trial import TrialState
 from ray import tune
 
 from orchestrator.searcher import TruthfulOptunaSearch
+from trainables.status import OnResume, TrialStatus
 
 SPACE = {"width": tune.choice([0.25, 0.5, 1.0, 2.0]), "lr": tune.loguniform(1e-3, 1e-1)}
 
@@ -79,3 +81,42 @@ def test_tpe_steers_away_from_an_infeasible_region():
             s.on_trial_complete(str(i), {"objective": 0.5 + 0.1 * cfg["width"],
                                          "status": "completed"})
     assert in_region <= 5, in_region
+
+
+@pytest.mark.parametrize("status", [s for s in TrialStatus
+                                    if s.traits.on_resume == OnResume.KEEP])
+def test_a_status_tells_optuna_the_same_live_and_on_resume(status):
+    """The live searcher and the resumed study read one status table: every status a resume
+    keeps is told the same state, value and constraint both times (issue 20)."""
+    from orchestrator.history import seeded_storage
+    from orchestrator.records import TrialRecord
+
+    space = {"width": tune.choice([0.25, 0.5])}
+    metrics = {"objective": 0.7, "status": str(status)}
+    live = TruthfulOptunaSearch(space=space, metric="objective", mode="max",
+                                sampler=TPESampler(seed=0), seed=0)
+    knobs = live.suggest("t")
+    live.on_trial_complete("t", metrics)
+    record = TrialRecord("t", 1, knobs, 0.0, 1.0, status, metrics={"objective": 0.7})
+    resumed = optuna.load_study(study_name="s", storage=seeded_storage(
+        [record], space, "objective", "max", "s"))
+
+    def told(trial):
+        return trial.state, trial.values, trial.system_attrs.get("constraints:runs")
+
+    assert told(live._ot_study.trials[0]) == told(resumed.trials[0])
+    assert told(resumed.trials[0])[0].name == status.traits.optuna_state
+
+
+def test_a_trial_the_stopper_ended_is_told_as_the_stopper_decided():
+    """A trial the target stopper ended reports `running` last; Optuna hears its decision
+    (reached the target: COMPLETE with its value), as the trial book and a resume do."""
+    decided = {"fast": (TrialStatus.EARLY_STOPPED, "reached the target"),
+               "slow": (TrialStatus.PRUNED, "slower than the baseline")}
+    s = TruthfulOptunaSearch(space=SPACE, metric="objective", mode="max",
+                             sampler=TPESampler(seed=0), seed=0, decided=decided)
+    _run(s, "fast", {"objective": -3.0, "status": "running"})
+    _run(s, "slow", {"objective": -1e6, "status": "running"})
+    fast, slow = s._ot_study.trials
+    assert (fast.state, fast.value) == (TrialState.COMPLETE, -3.0)
+    assert slow.state == TrialState.PRUNED

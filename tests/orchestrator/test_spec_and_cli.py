@@ -117,3 +117,40 @@ def test_rerun_duplicates_flag_reaches_the_spec_and_is_validated():
     assert spec_from_args(parser.parse_args(["search", "--rerun-duplicates"])).rerun_duplicates
     with pytest.raises(ValueError, match="rerun_duplicates: expected true or false"):
         SearchSpec(rerun_duplicates="yes")
+
+
+def test_cli_exit_codes_tell_bad_input_from_a_failed_search(monkeypatch, capsys, in_tmp):
+    """2: refused before any work (InputError); 3: a running search failed (SearchFailed);
+    any other error from a running search is not dressed up as bad input."""
+    import orchestrator.cli as cli
+    from orchestrator.errors import InputError, SearchFailed
+
+    def fails_with(error: BaseException):
+        def run_search(spec):
+            raise error
+        return run_search
+
+    monkeypatch.setattr(cli, "run_search", fails_with(InputError("unknown space 'nope'")))
+    assert main(["search"]) == 2
+    assert capsys.readouterr().err == "orchestrator: error: unknown space 'nope'\n"
+    failed = SearchFailed("trials", RuntimeError("boom"), in_tmp / "orchestrator_runs/default",
+                          in_tmp / "traceback.txt")
+    monkeypatch.setattr(cli, "run_search", fails_with(failed))
+    assert main(["search"]) == 3
+    err = capsys.readouterr().err
+    assert err.startswith("orchestrator: the search failed in its trials stage: RuntimeError: "
+                          "boom\n") and "orchestrator resume " in err
+    for error in (ValueError("a bug"), FileNotFoundError("gone")):
+        monkeypatch.setattr(cli, "run_search", fails_with(error))
+        with pytest.raises(type(error)):
+            main(["search"])
+    monkeypatch.setattr(cli, "run_search", fails_with(KeyboardInterrupt()))
+    assert main(["search"]) == 130
+
+
+def test_cli_check_refuses_a_malformed_data_file_with_exit_2(tmp_path, capsys, in_tmp):
+    bad = tmp_path / "bad.npz"
+    bad.write_bytes(b"this is not a zip file")
+    assert main(["search", "--check", "--data", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("orchestrator: error: ") and "not a readable .npz" in err

@@ -7,6 +7,7 @@ import io
 import json
 from types import SimpleNamespace
 
+from orchestrator.records import Role
 from orchestrator.trial_book import TrialBook
 from orchestrator.tracking import NullTracker
 
@@ -18,8 +19,9 @@ class RecordingTracker(NullTracker):
         self.started: list[str] = []
         self.ended: dict[str, tuple[str, dict, str | None]] = {}
 
-    def start_trial(self, trial_id, params, config=None):
+    def start_trial(self, trial_id, params, config=None, role="trial", tags=None):
         self.started.append(trial_id)
+        self.roles = getattr(self, "roles", {}) | {trial_id: (role, dict(tags or {}))}
 
     def end_trial(self, trial_id, status, metrics, reason=None, tags=None):
         self.ended[trial_id] = (status, dict(metrics), reason)
@@ -39,7 +41,9 @@ def _result(epoch, status="running", **metrics):
 def _book(tmp_path=None):
     tracker = RecordingTracker()
     journal = tmp_path / "trials.jsonl" if tmp_path else None
-    return TrialBook(tracker, num_trials=4, epochs=3, out=io.StringIO(), journal=journal), tracker
+    book = TrialBook(tracker, out=io.StringIO(), journal=journal)
+    book.begin(Role.TRIAL, planned=4, epochs=3)
+    return book, tracker
 
 
 def test_completed_trial_is_one_row_with_its_metrics(tmp_path):
@@ -83,17 +87,20 @@ def test_experiment_end_settles_trials_no_callback_closed():
     assert not [r for r in book.records.values() if r.status == "running"]
 
 
-def test_end_open_trials_as_closes_only_open_records():
+def test_close_open_ends_only_open_records_and_a_signal_makes_them_interrupted():
     book, tracker = _book()
     done, open_ = _trial("done"), _trial("open")
     for t in (done, open_):
         book.on_trial_start(0, [], t)
     book.on_trial_result(0, [], done, _result(3, status="completed"))
     book.on_trial_complete(0, [], done)
-    book.end_open_trials_as("pruned", "interrupted")
+    book.stopping = True  # what the first Ctrl-C sets
+    book.on_experiment_end([done, open_])
+    book.close_open()  # a second close finds nothing open: one ending line per trial
     assert book.records["done"].status == "completed"
-    assert (book.records["open"].status, book.records["open"].reason) == ("pruned", "interrupted")
-    assert book.records["open"].ended is not None
+    assert book.records["open"].status == "interrupted" and book.records["open"].finished
+    ends = [ln for ln in book.out.getvalue().splitlines() if " after " in ln]
+    assert len(ends) == 2 and "[trial 2/4 open] interrupted after" in ends[1]
 
 
 def test_scheduler_stop_while_running_is_pruned():
@@ -130,17 +137,43 @@ def test_journal_reloads_finished_trials_for_a_resume(tmp_path):
     assert again.records["a"].status == "completed" and tracker.started == []
 
 
-def test_a_trial_cut_by_the_search_is_journaled_but_a_resume_may_run_it_on(tmp_path):
+def test_a_trial_a_signal_cut_is_run_anew_on_resume_but_a_budget_cut_stays(tmp_path):
     book, _ = _book(tmp_path)
+    budget = _trial("budget")
+    book.on_trial_start(0, [], budget)
+    book.on_trial_result(0, [], budget, _result(1))
+    book.on_experiment_end([budget])  # the time budget ran out: pruned, a result of the search
     cut = _trial("cut")
     book.on_trial_start(0, [], cut)
     book.on_trial_result(0, [], cut, _result(1))
+    book.stopping = True
     book.on_experiment_end([cut])
     lines = (tmp_path / "trials.jsonl").read_text().splitlines()
-    assert [json.loads(line)["status"] for line in lines] == ["running", "pruned"]
+    assert [json.loads(line)["status"] for line in lines] == \
+        ["running", "pruned", "running", "interrupted"]
     again, _ = _book(tmp_path)
-    # Not counted as finished by a resume: cut short, so a new trial takes its place.
-    assert "cut" not in again.records and again.cut_short == ["cut"]
+    # Cut by the signal: not finished for a resume, so a new trial takes its place.
+    assert set(again.records) == {"budget"} and again.cut_short == ["cut"]
+
+
+def test_a_baseline_trial_is_labelled_tagged_and_not_counted_as_a_trial(tmp_path):
+    book, tracker = _book(tmp_path)
+    book.begin(Role.BASELINE, planned=1, epochs=5, base={"loop": "legacy"})
+    b = _trial("b0", lr=0.1)
+    book.on_trial_start(0, [], b)
+    book.on_trial_result(0, [], b, _result(5, status="completed"))
+    book.on_trial_complete(0, [], b)
+    book.begin(Role.TRIAL, planned=2, epochs=3)
+    t = _trial("t1")
+    book.on_trial_start(0, [], t)
+    assert tracker.roles["b0"] == ("baseline", {"baseline": "true"})
+    assert tracker.roles["t1"] == ("trial", {})
+    out = book.out.getvalue()
+    assert "[baseline b0] epoch 5/5" in out and "[trial 1/2 t1] start" in out
+    assert book.summary() == "1 trial: 1 running"
+    assert [r.trial_id for r in book.finished(Role.BASELINE)] == ["b0"]
+    again, _ = _book(tmp_path)  # the journal keeps the role
+    assert again.records["b0"].role == Role.BASELINE
 
 
 def test_a_retried_attempt_is_the_same_trial():

@@ -33,7 +33,7 @@ sys.path.insert(0, str(REPO))
 
 from mlflow.tracking import MlflowClient  # noqa: E402
 
-from orchestrator.trial_book import read_journal  # noqa: E402
+from orchestrator.records import read_journal  # noqa: E402
 from tests.conftest import make_npz  # noqa: E402
 
 TRIALS = 3

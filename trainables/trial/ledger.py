@@ -14,12 +14,11 @@ import time
 from typing import Any
 
 from trainables.loop.profile import PICK_PREFIX
-from trainables.status import TrialStatus
+from trainables.status import REPEATABLE, TrialStatus
 
 # Ends that are properties of the configuration: running it again would give the same answer
 # (up to timing noise). A failed or pruned trial says nothing about its configuration.
-RECORDED = frozenset({TrialStatus.COMPLETED, TrialStatus.EARLY_STOPPED,
-                      TrialStatus.INFEASIBLE, TrialStatus.DIVERGED})
+RECORDED = REPEATABLE
 
 # How often a trial looks again while another trial with its configuration is still running.
 _POLL_S = 0.5

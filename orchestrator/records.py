@@ -1,0 +1,107 @@
+"""A trial's record, as the search's journal keeps it, and what a journal says on resume.
+
+Every trial of a search (the baseline included, with its role) has one `TrialRecord`. The trial
+book writes it to `trials.jsonl` when the trial starts and when it ends; the last line of a
+trial wins. A resumed search reads the journal back with `read_journal`: what each trial's
+status does on resume is its `OnResume` trait (trainables/status.py), never a reason's words.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from orchestrator import jsonl
+from trainables.loop.profile import PICK_PREFIX
+from trainables.status import OnResume, TrialStatus, traits
+
+
+class Role(StrEnum):
+    """Why a trial ran: the leaderboard's `role` column and the MLflow run's
+    `orchestrator.role` tag."""
+
+    TRIAL = "trial"
+    """One of the search's `num_trials`, proposed by the sampler."""
+    BASELINE = "baseline"
+    """What the user runs today, run first and outside `num_trials` (orchestrator/baseline.py)."""
+
+
+@dataclass
+class TrialRecord:
+    trial_id: str
+    number: int
+    knobs: dict[str, Any]
+    started: float
+    ended: float | None = None
+    status: TrialStatus = TrialStatus.RUNNING
+    reason: str | None = None
+    metrics: dict[str, float] = field(default_factory=dict)
+    epochs: int = 0
+    picks: dict[str, Any] = field(default_factory=dict)
+    """Speed-only switches the trial's profile picked and trained with (trainables/loop/profile)."""
+    role: Role = Role.TRIAL
+    curve: list[list[float]] = field(default_factory=list)
+    """[epoch, val_score, train_time_s] of every epoch reported: the learning curve."""
+
+    def __post_init__(self) -> None:  # the journal gives words; the record holds their enums
+        self.status, self.role = TrialStatus(self.status), Role(self.role)
+
+    @property
+    def finished(self) -> bool:
+        return self.ended is not None
+
+    @property
+    def wall_s(self) -> float | None:
+        return None if self.ended is None else self.ended - self.started
+
+    @property
+    def fixed_cost_s(self) -> float | None:
+        """Trial wall time that is not training, validation or the speed profile (reported
+        apart as profile_s): Ray start-up, data, teardown."""
+        if self.wall_s is None or "train_time_s" not in self.metrics:
+            return None
+        return (self.wall_s - self.metrics["train_time_s"] - self.metrics.get("eval_time_s", 0.0)
+                - self.metrics.get("profile_s", 0.0))
+
+
+def read_journal(path: Path | None) -> tuple[dict[str, TrialRecord], list[str]]:
+    """The trials a journal holds: those that finished (trial id -> record), and the ids of those
+    a stop cut short (started but never ended, or ended `interrupted`): a resume runs new
+    trials in their places. Trials an earlier resume already replaced are neither."""
+    last: dict[str, TrialRecord] = {}
+    for line in jsonl.read(path) if path is not None else []:
+        last[line["trial_id"]] = TrialRecord(**line)
+    finished, cut_short = {}, []
+    for trial_id, rec in last.items():
+        action = traits(rec.status).on_resume if rec.finished else OnResume.RUN_AGAIN
+        if action == OnResume.KEEP:
+            finished[trial_id] = rec
+        elif action == OnResume.RUN_AGAIN:
+            cut_short.append(trial_id)
+    return finished, cut_short
+
+
+# Metrics a trial reports that are not numbers to plot, or are Tune's own bookkeeping.
+_NOT_METRICS = {
+    "epoch", "done", "status", "timestamp", "training_iteration", "time_this_iter_s",
+    "time_total_s", "time_since_restore", "iterations_since_restore", "pid",
+}
+
+
+def numeric_metrics(result: dict[str, Any]) -> dict[str, float]:
+    return {
+        k: float(v) for k, v in result.items()
+        if k not in _NOT_METRICS and isinstance(v, (int, float)) and not isinstance(v, bool)
+    }
+
+
+def plain(value: Any) -> Any:
+    return value.item() if hasattr(value, "item") else str(value)
+
+
+def picks_of(result: dict[str, Any]) -> dict[str, Any]:
+    """The profile's picks a report carries ('pick.channels_last': True -> channels_last)."""
+    return {k.removeprefix(PICK_PREFIX): plain(v) if not isinstance(v, (bool, str)) else v
+            for k, v in result.items() if k.startswith(PICK_PREFIX)}

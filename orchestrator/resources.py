@@ -1,4 +1,5 @@
-"""Where trials run: starting or joining Ray, and fitting trial concurrency to its resources.
+"""Where trials run: starting or joining Ray, and sizing trials to its resources (the
+`ResourcePlan` of trainables/trial/resources.py, which every trial and worker reads its sizes from).
 
 Fair timing: when time is part of the objective, trials must not compete for cores or devices.
 On CPU a trial gets `cpus_per_trial` cores (default: all cores of one machine, so one trial at a
@@ -15,22 +16,13 @@ import contextlib
 import logging
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import replace
+
+from trainables.trial.resources import ResourcePlan
 
 # Ray Train's controller polls its workers every 2 s by default; each trial then waits up to
 # 2 s to notice its workers started and again to notice they finished. 0.1 s saves ~4 s a trial.
 RAY_ENV = {"RAY_TRAIN_HEALTH_CHECK_INTERVAL_S": "0.1"}
-
-
-@dataclass(frozen=True)
-class ResourcePlan:
-    use_gpu: bool
-    cpus_per_trial: int
-    gpus_per_trial: int
-    max_concurrent_trials: int
-    cpus_per_worker: float | None = None
-    """GPU plans: each worker's CPUs (those beside its GPU); None: a trial's workers split
-    `cpus_per_trial`."""
 
 
 def local_resources() -> tuple[int, int, int]:
@@ -118,8 +110,7 @@ def plan(total_cpus: int, total_gpus: int, *, cpus_per_trial: int | None,
 def _capped(p: ResourcePlan, max_concurrent: int | None) -> ResourcePlan:
     if max_concurrent is None or max_concurrent >= p.max_concurrent_trials:
         return p
-    return ResourcePlan(p.use_gpu, p.cpus_per_trial, p.gpus_per_trial, max_concurrent,
-                        p.cpus_per_worker)
+    return replace(p, max_concurrent_trials=max_concurrent)
 
 
 def init_ray() -> bool:

@@ -222,10 +222,10 @@ class Search:
         p = self.prepared
         return TrialContext(
             base=base, meta=p.data.meta(), model_builder=self.spec.resolved_model(),
-            n_train=len(p.data.x_train), cpus_per_trial=p.plan.cpus_per_trial,
-            use_gpu=p.plan.use_gpu, storage_path=str(self.folder.train_storage),
-            objective=objective, always_use_worker_group=self.spec.always_use_worker_group,
-            cpus_per_worker=p.plan.cpus_per_worker, placement=self.spec.placement,
+            n_train=len(p.data.x_train), resources=p.plan,
+            storage_path=str(self.folder.train_storage), objective=objective,
+            always_use_worker_group=self.spec.always_use_worker_group,
+            placement=self.spec.placement,
             ledger=ledger, profile=profile)
 
     def _datasets(self) -> dict:

@@ -50,11 +50,10 @@ def gpu(out: Path) -> dict:
         cpus, gpus, worker_cpus = resources.cluster_resources()
         plan = resources.plan(cpus, gpus, cpus_per_trial=None, max_concurrent=None,
                               max_workers=2, worker_cpus=worker_cpus)
-        ctx = TrialContext(base={}, meta=DataMeta(1, 3), n_train=100,
-                           cpus_per_trial=plan.cpus_per_trial, use_gpu=plan.use_gpu,
-                           storage_path=str(out), cpus_per_worker=plan.cpus_per_worker)
+        ctx = TrialContext(base={}, meta=DataMeta(1, 3), n_train=100, resources=plan,
+                           storage_path=str(out))
         single = trial_resources(ctx)({"workers": 1}).bundles
-        pair = [{"CPU": plan.cpus_per_worker, "GPU": 1}] * 2  # what run_trial's workers ask
+        pair = [plan.worker(2)] * 2  # what run_trial's workers ask
         return {"free": [cpus, gpus, worker_cpus], "plan": [plan.use_gpu, plan.cpus_per_trial,
                                                             plan.gpus_per_trial,
                                                             plan.cpus_per_worker],

@@ -20,6 +20,7 @@ from typing import Any
 from trainables.config import TrialConfig
 from trainables.data.arrays import DataMeta
 from trainables.trial.attempts import fit_group
+from trainables.trial.resources import ResourcePlan
 
 
 @dataclass(frozen=True)
@@ -30,8 +31,8 @@ class TrialContext:
     """Fixed trial settings; the sampled knobs are laid over them."""
     meta: DataMeta
     n_train: int
-    cpus_per_trial: float
-    use_gpu: bool
+    resources: ResourcePlan
+    """What the trial and each of its workers ask Ray for."""
     storage_path: str
     model_builder: Callable | None = None
     """A user's own model builder (cfg, meta) -> nn.Module; None uses the config's workload."""
@@ -39,9 +40,6 @@ class TrialContext:
     """Run single-worker trials through a TorchTrainer too (slower start, same training)."""
     objective: Callable[[dict, dict], dict] | None = None
     """Adds the objective value(s) to each reported metrics dict (runs in the Train controller)."""
-    cpus_per_worker: float | None = None
-    """Each worker's CPUs (GPU plans: the CPUs beside its GPU); None splits `cpus_per_trial`
-    over the trial's workers."""
     placement: str = "PACK"
     """Ray placement strategy of a trial's workers: 'PACK' (as few nodes as possible) or
     'SPREAD' (one per node where it can)."""
@@ -75,16 +73,9 @@ def trial_resources(ctx: TrialContext) -> Callable[[dict], Any]:
     from ray.tune.execution.placement_groups import PlacementGroupFactory
 
     def resources(sampled: dict) -> PlacementGroupFactory:
-        if in_process(ctx, trial_config(ctx, sampled)):
-            # One worker on one GPU: the CPUs beside that GPU, not the whole trial's (sized for
-            # its widest worker group), which no 1-GPU node may have.
-            cpus = ctx.cpus_per_worker if ctx.use_gpu and ctx.cpus_per_worker else \
-                ctx.cpus_per_trial
-            bundle = {"CPU": cpus, **({"GPU": 1} if ctx.use_gpu else {})}
-        else:
-            # {"CPU": 0} alone is rejected, hence the token memory request.
-            bundle = {"CPU": 0, "memory": 1}
-        return PlacementGroupFactory([bundle])
+        plan = ctx.resources
+        in_actor = in_process(ctx, trial_config(ctx, sampled))
+        return PlacementGroupFactory([plan.in_process() if in_actor else plan.token()])
 
     return resources
 
@@ -109,31 +100,29 @@ def run_trial(sampled: dict[str, Any], ctx: TrialContext, datasets: dict) -> Non
         if recorded is not None:
             ray.tune.report(duplicate_report(recorded))
             return
-    cpus_per_worker = ctx.cpus_per_worker or ctx.cpus_per_trial / cfg.workers
+    use_gpu = ctx.resources.use_gpu
     plan = TrialPlan(cfg=cfg, meta=ctx.meta, n_train=ctx.n_train,
-                     threads=max(1, int(cpus_per_worker)), model_builder=ctx.model_builder,
-                     profile=ctx.profile)
+                     threads=ctx.resources.threads(cfg.workers),
+                     model_builder=ctx.model_builder, profile=ctx.profile)
     if in_process(ctx, cfg):
         try:
-            run_in_tune(plan, datasets, ctx.objective, ctx.use_gpu)
+            run_in_tune(plan, datasets, ctx.objective, use_gpu)
         except Exception as err:
             outcome = status_of(err)
             if outcome.retry:
                 raise  # a lost process: Tune's FailureConfig restarts from the checkpoint
             _report_outcome(ctx, cfg, outcome)
         return
-    resources = {"CPU": cpus_per_worker}
-    if ctx.use_gpu:
-        resources["GPU"] = 1
 
     reports = Queue(actor_options={"num_cpus": 0})
     trial_name = ray.tune.get_context().get_trial_name()
     make_trainer = lambda: TorchTrainer(  # noqa: E731 - a fresh trainer per attempt
         train_loop_per_worker,
         train_loop_config={"plan": plan},
-        torch_config=TorchConfig(backend="nccl" if ctx.use_gpu else "gloo"),
+        torch_config=TorchConfig(backend="nccl" if use_gpu else "gloo"),
         scaling_config=ray.train.ScalingConfig(
-            num_workers=cfg.workers, use_gpu=ctx.use_gpu, resources_per_worker=resources,
+            num_workers=cfg.workers, use_gpu=use_gpu,
+            resources_per_worker=ctx.resources.worker(cfg.workers),
             placement_strategy=ctx.placement,
         ),
         datasets=datasets,

@@ -1,22 +1,25 @@
-"""The headline: time to the baseline's accuracy, baseline against the configuration a
-match_baseline search finds, measured end to end in one run (issue 17).
+"""The headline: how much faster the configuration a search finds reaches the baseline's accuracy,
+what finding it cost, and whether that holds when everything is run again (issue 21).
 
-    python benchmarks/headline.py --quick                   # classifier, a few minutes
-    python benchmarks/headline.py                           # classifier and unet3d, ~1 h
+    python benchmarks/headline.py --quick          # classifier, 1 repeat, small: a smoke run
+    python benchmarks/headline.py                  # classifier and unet3d, 3 repeats (~1 h)
 
-Per workload:
- 1. the seeds baseline (legacy loop, fp32, batch 32) trains until its validation score stops
-    improving (`--patience` epochs without a new best, at most `--max-epochs`): score S, and
-    the training time at which it first reached S (epoch E);
- 2. a match_baseline search against that measured baseline (`baseline=` its record: S and
-    its time to S, not run again), `full_epochs=E`: `--trials` trials planned for
-    `--max-epochs`, each stopped once decided, at the epoch it reaches S - tolerance or once its
-    training time passes the baseline's (`--budget` seconds at most for the search);
- 3. that configuration is trained again from scratch, as `orchestrator train` does, until
-    val_score >= S - tolerance (a time_to_target run: it stops there);
- 4. both times, both scores, the ratio, the search's cost and its payback in full runs.
-Training times are `train_time_s` (inside the training steps). Before each run the script waits
-until every CPU of the previous run is free again, so no leftover actor shares the cores.
+Per workload, on the built-in synthetic data, every run through the product's own API:
+ 1. `--repeats` times: a strategy 'screen' search (`orchestrator search --strategy screen
+    --objective match_baseline --full-epochs N`): its seeds baseline trains N epochs (a fixed
+    length: S is its score at epoch N, not a patience rule), then screen, predict, confirm.
+    Each repeat starts from an empty measurements store, so its cost is a first search's.
+ 2. A second search right after repeat 1, in its folder (so it learns from repeat 1's
+    measurements) and compared with repeat 1's baseline (`--baseline PATH`): its cost.
+ 3. The reference: today's 16-trial strategy 'tune' match_baseline search (Optuna proposes,
+    trials planned for `--max-epochs` and stopped once decided), against repeat 1's baseline.
+ 4. The configuration each of the two found is trained again from scratch `--retrains` times
+    to S - tolerance (`orchestrator train`, a time_to_target run): the speedups are the median
+    baseline time to S over the median of these times.
+Cost is a search's wall time with the baseline's own run excluded, divided by the baseline's
+training time to S; payback is that cost over the time saved per run. Everything is printed
+side by side and written to `benchmarks/results/headline.json` (`--results` elsewhere).
+Before each run the script waits until every CPU of the previous run is free again.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import statistics
 import sys
 import tempfile
 import time
@@ -32,15 +36,15 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from orchestrator import SearchSpec, run_search, train_config  # noqa: E402
-from orchestrator.baseline import SEEDS_BEFORE  # noqa: E402
 
-SPACES = {  # the knobs the seeds and the loop offer, and the rule by which lr follows the batch
+SPACES = {  # the knobs the seeds and the loop offer
     "classifier": {"precision": ["fp32", "bf16-mixed"], "batch_size": [32, 64, 128, 256],
-                   "width": [0.5, 1.0],
-                   "lr_scaling": ["sqrt", "linear"]},
+                   "width": [0.5, 1.0]},
     "unet3d": {"precision": ["fp32", "bf16-mixed"], "batch_size": [2, 4, 8],
-               "width": [0.5, 1.0], "patch_size": [16, 24], "lr_scaling": ["sqrt", "linear"]},
+               "width": [0.5, 1.0], "patch_size": [16, 24]},
 }
+FULL_EPOCHS = {"classifier": 15, "unet3d": 16}
+RESULTS = Path(__file__).resolve().parent / "results" / "headline.json"
 
 
 def wait_idle(timeout_s: float = 120.0) -> None:
@@ -54,146 +58,184 @@ def wait_idle(timeout_s: float = 120.0) -> None:
         time.sleep(0.5)
 
 
-def epoch_history(tracking_uri: str, parent_run_id: str) -> list[tuple[int, float, float]]:
-    """(epoch, val_score, train_time_s) per epoch of the one trial under `parent_run_id`."""
-    from mlflow.tracking import MlflowClient
-
-    client = MlflowClient(tracking_uri)
-    exp = client.get_run(parent_run_id).info.experiment_id
-    child = client.search_runs([exp], f"tags.mlflow.parentRunId = '{parent_run_id}'")[0]
-    run_id = child.info.run_id
-    score = {m.step: m.value for m in client.get_metric_history(run_id, "val_score")}
-    times = {m.step: m.value for m in client.get_metric_history(run_id, "train_time_s")}
-    return [(e, score[e], times[e]) for e in sorted(score) if e in times]
+def spread(values: list[float]) -> dict:
+    finite = [v for v in values if v is not None and math.isfinite(v)]
+    if not finite:
+        return {"median": None, "min": None, "max": None, "n": 0, "values": values}
+    return {"median": statistics.median(finite), "min": min(finite), "max": max(finite),
+            "n": len(finite), "values": values}
 
 
-def plateau(history, patience: int) -> tuple[float, float, int]:
-    """Best score S, the training time when it was first reached, and that epoch."""
-    best, best_t, best_e = -math.inf, math.nan, 0
-    for epoch, score, t in history:
-        if score > best:
-            best, best_t, best_e = score, t, epoch
-    return best, best_t, best_e
-
-
-def time_to(history, target: float) -> tuple[float, float, int]:
-    for epoch, score, t in history:
-        if score >= target:
-            return t, score, epoch
-    return math.nan, max((s for _, s, _ in history), default=math.nan), 0
-
-
-def run_workload(workload: str, args, root: Path, uri: str) -> dict:
-    common = {"output_dir": str(root / "runs"), "tracking_uri": uri, "seed": args.seed}
-    # 1. the baseline until its score stops improving (the legacy loop early-stops too)
+def screen_search(workload: str, args, folder: Path, name: str, baseline: str = "seeds"):
     wait_idle()
-    base_cfg = {"workload": workload, **SEEDS_BEFORE, "epochs": args.max_epochs,
-                "early_stop_patience": args.patience, "seed": args.seed}
-    if workload == "unet3d":  # the 3D seed's habits (orchestrator/baseline.py)
-        base_cfg |= {"batch_size": 2, "width": 1.0, "grad_checkpointing": False}
-    cfg_path = root / f"{workload}-baseline.json"
-    cfg_path.write_text(json.dumps({"name": f"headline-{workload}", "data": None,
-                                    "config": base_cfg}))
-    t0 = time.time()
-    base = train_config(cfg_path, name=f"headline-{workload}-baseline", workload=workload,
-                        **common)
-    base_hist = epoch_history(uri, base.parent_run_id)
-    s, s_time, s_epoch = plateau(base_hist, args.patience)
-    base_wall = time.time() - t0
-    target = s - args.tolerance
+    spec = SearchSpec(name=name, workload=workload, space=SPACES[workload],
+                      strategy="screen", objective="match_baseline", baseline=baseline,
+                      full_epochs=args.full_epochs[workload], num_trials=args.confirm,
+                      tolerance=args.tolerance, seed=args.seed, output_dir=str(folder),
+                      tracking_uri=args.uri)
+    result = run_search(spec)
+    return result, _stage_s(folder / name)
 
-    # 2. the search, against that measured baseline (S and its time to S; not run again):
-    #    trials as long as they need, each stopped once decided
-    record = root / f"{workload}-baseline-record.json"
-    record.write_text(json.dumps({
-        "kind": "seeds", "config": base_cfg, "status": "completed", "val_score": s,
-        "train_time_s": s_time, "full_run_s": s_time, "parent_run_id": base.parent_run_id}))
-    wait_idle()
-    spec = SearchSpec(name=f"headline-{workload}-search", workload=workload,
-                      space=SPACES[workload], epochs=args.max_epochs,
-                      num_trials=args.trials, time_budget_s=args.budget,
-                      objective="match_baseline", baseline=str(record),
-                      tolerance=args.tolerance, full_epochs=s_epoch, early_stopping=False,
-                      **common)
-    search = run_search(spec)
-    search_cost = search.wall_time_s
 
-    # 3. the found configuration, from scratch, until it reaches S - tolerance
+def _stage_s(search_dir: Path) -> dict:
+    return json.loads((search_dir / "search_state.json").read_text()).get("stage_s", {})
+
+
+def economics(result, stage_s: dict, baseline: dict) -> dict:
+    """What one search cost, and what its own best trial measured (before any retraining)."""
+    cost = sum(s for stage, s in stage_s.items() if stage != "baseline")
+    time_to_s = baseline.get("time_to_score_s") or baseline["train_time_s"]
+    best = result.best or {}
+    found_s = best.get("time_to_target_s")
+    errors = [abs(v) for v in result.trials.get("prediction_error", []) if v == v]
+    out = {"search_cost_s": cost, "baseline_time_s": time_to_s, "S": baseline["val_score"],
+           "search_cost_baseline_runs": cost / time_to_s,
+           "found": {k: best.get(k) for k in result.knobs} if best else None,
+           "found_time_s": found_s, "prediction_errors": errors,
+           "trials": len(result.trials[result.trials["role"] == "trial"])}
+    if found_s and found_s == found_s and found_s < time_to_s:
+        out["payback_runs"] = cost / (time_to_s - found_s)
+    return out
+
+
+def retrain(config_path: str | None, target: float, name: str, args) -> list[float]:
+    """Times to the target of `--retrains` fresh trainings of a found configuration."""
+    if not config_path:
+        return []
+    times = []
+    for i in range(args.retrains):
+        wait_idle()
+        again = train_config(config_path, name=f"{name}-{i}", objective="time_to_target",
+                             target=target, output_dir=str(args.root / "retrain"),
+                             tracking_uri=args.uri)
+        row = again.trials.iloc[0]
+        times.append(float(row.get("time_to_target_s", math.nan)))
+    return times
+
+
+def run_workload(workload: str, args) -> dict:
+    repeats = []
+    for r in range(args.repeats):
+        folder = args.root / workload / f"repeat-{r}"  # an empty measurements store each
+        result, stage_s = screen_search(workload, args, folder, f"headline-{workload}")
+        repeats.append({"result": result, "stage_s": stage_s,
+                        **economics(result, stage_s, result.baseline)})
+    first = repeats[0]
+    record = str(Path(first["result"].output_dir) / "baseline.json")
+    second, second_s = screen_search(workload, args, args.root / workload / "repeat-0",
+                                     f"headline-{workload}-again", baseline=record)
+    second_cost = sum(s for stage, s in second_s.items() if stage != "baseline")
+
     wait_idle()
-    found = {}
-    if search.best_config_path:
-        again = train_config(search.best_config_path, name=f"headline-{workload}-found",
-                             epochs=args.max_epochs, workload=workload,
-                             objective="time_to_target", target=target, **common)
-        found_t, found_s, found_e = time_to(epoch_history(uri, again.parent_run_id), target)
-        found = {"config": {k: search.best_config[k] for k in SPACES[workload]},
-                 "time_s": found_t, "score": found_s, "epoch": found_e}
-    return {"workload": workload, "S": s, "target": target, "baseline_time_s": s_time,
-            "baseline_epoch": s_epoch, "baseline_wall_s": base_wall, "found": found,
-            "search_cost_s": search_cost, "trials": search.trials.to_dict("records")}
+    reference = run_search(SearchSpec(
+        name=f"headline-{workload}-reference", workload=workload, space=SPACES[workload],
+        objective="match_baseline", baseline=record, epochs=args.max_epochs,
+        full_epochs=args.full_epochs[workload], num_trials=args.reference_trials,
+        time_budget_s=args.budget, tolerance=args.tolerance, seed=args.seed,
+        output_dir=str(args.root / workload), tracking_uri=args.uri))
+    reference_stage_s = _stage_s(Path(reference.output_dir))
+
+    baseline_times = [rep["baseline_time_s"] for rep in repeats]
+    scores = [rep["S"] for rep in repeats]
+    target = statistics.median(scores) - args.tolerance
+    base_s = statistics.median(baseline_times)
+    found = retrain(first["result"].best_config_path, target, f"found-{workload}", args)
+    ref_found = retrain(reference.best_config_path, target, f"reference-{workload}", args)
+    speedup = base_s / statistics.median(found) if found and statistics.median(found) == \
+        statistics.median(found) else None
+    ref_speedup = base_s / statistics.median(ref_found) if ref_found and \
+        statistics.median(ref_found) == statistics.median(ref_found) else None
+    errors = [e for rep in repeats for e in rep["prediction_errors"]]
+    return {
+        "workload": workload, "full_epochs": args.full_epochs[workload],
+        "S": spread(scores), "baseline_time_s": spread(baseline_times),
+        "search_cost_s": spread([rep["search_cost_s"] for rep in repeats]),
+        "search_cost_baseline_runs": spread([rep["search_cost_baseline_runs"]
+                                             for rep in repeats]),
+        "payback_runs": spread([rep.get("payback_runs", math.nan) for rep in repeats]),
+        "found_per_repeat": [rep["found"] for rep in repeats],
+        "found_time_in_search_s": spread([rep["found_time_s"] or math.nan for rep in repeats]),
+        "found_retrain_s": spread(found),
+        "speedup": speedup, "reference_speedup": ref_speedup,
+        "speedup_vs_reference": speedup / ref_speedup if speedup and ref_speedup else None,
+        "prediction_error": spread(errors),
+        "second_search_cost_s": second_cost, "second_search": {
+            "cost_ratio_to_first": second_cost / first["search_cost_s"],
+            "found": {k: (second.best or {}).get(k) for k in second.knobs},
+            "trials": len(second.trials[second.trials["role"] == "trial"])},
+        "reference": {
+            "search_cost_s": sum(s for st, s in reference_stage_s.items() if st != "baseline"),
+            "found": {k: (reference.best or {}).get(k) for k in reference.knobs},
+            "found_retrain_s": spread(ref_found), "trials": len(reference.trials) - 1},
+    }
 
 
 def report(r: dict) -> list[str]:
-    f = r["found"]
-    lines = [f"\n== {r['workload']}: time to the baseline's accuracy (train_time_s) ==",
-             f"{'':22}{'baseline (seeds)':>18}{'found config':>18}",
-             f"{'val score':22}{r['S']:>18.4f}{f.get('score', math.nan):>18.4f}",
-             f"{'target (S - tol)':22}{r['target']:>18.4f}{r['target']:>18.4f}",
-             f"{'time to it, s':22}{r['baseline_time_s']:>18.1f}{f.get('time_s', math.nan):>18.1f}",
-             f"{'epoch reached':22}{r['baseline_epoch']:>18}{f.get('epoch', 0):>18}"]
-    ratio = r["baseline_time_s"] / f["time_s"] if f and f["time_s"] == f["time_s"] else math.nan
-    saved = r["baseline_time_s"] - f.get("time_s", math.nan)
-    lines.append(f"speedup                {ratio:.2f}x" if ratio == ratio else
-                 "speedup                none: the found config did not reach the target")
-    lines.append(f"found config           {f.get('config')}")
-    lines.append("search's trials        status, knobs, time to target or why it stopped:")
-    for t in (t for t in r.get("trials", []) if t.get("role") == "trial"):
-        knobs = {k: t.get(k) for k in SPACES[r["workload"]]}
-        tt = t.get("time_to_target_s")
-        what = f"{tt:.1f} s to target" if isinstance(tt, float) and tt == tt else \
-            (t.get("reason") or f"best {t.get('val_score', math.nan):.4f}")
-        lines.append(f"  {t.get('status', ''):14}{knobs}  {what}")
-    lines.append(f"search cost            {r['search_cost_s']:.0f} s wall")
-    if saved == saved and saved > 0:
-        lines.append(f"payback                after {r['search_cost_s'] / saved:.1f} runs "
-                     f"(saves {saved:.1f} s of training per run)")
-    return lines
+    def m(key, fmt="{:.2f}"):
+        s = r[key]
+        if not s["n"]:
+            return "none"
+        return (fmt + " (" + fmt + "-" + fmt + ", n={})").format(s["median"], s["min"],
+                                                                 s["max"], s["n"])
+
+    speed = f"{r['speedup']:.2f}x" if r["speedup"] else "none: the found config missed S"
+    ref = f"{r['reference_speedup']:.2f}x" if r["reference_speedup"] else "none"
+    return [f"\n== {r['workload']}: the baseline's accuracy at {r['full_epochs']} epochs ==",
+            f"S (baseline score)          {m('S', '{:.4f}')}",
+            f"baseline time to S, s       {m('baseline_time_s', '{:.1f}')}",
+            f"found per repeat            {r['found_per_repeat']}",
+            f"speedup (median of retrains) {speed}   reference 16-trial search: {ref}",
+            f"search cost, baseline runs  {m('search_cost_baseline_runs')}",
+            f"payback, runs               {m('payback_runs', '{:.1f}')}",
+            f"prediction error            {m('prediction_error', '{:.0%}')}",
+            f"second search cost          {r['second_search_cost_s']:.0f} s "
+            f"({r['second_search']['cost_ratio_to_first']:.2f} of the first)",
+            f"reference search cost       {r['reference']['search_cost_s']:.0f} s, "
+            f"found {r['reference']['found']}"]
 
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--quick", action="store_true", help="classifier only, short runs")
+    ap.add_argument("--quick", action="store_true", help="classifier, 1 repeat, 1 retrain")
     ap.add_argument("--workloads", nargs="+", default=None)
-    ap.add_argument("--max-epochs", type=int, default=None)
-    ap.add_argument("--patience", type=int, default=None)
-    ap.add_argument("--trials", type=int, default=None)
-    ap.add_argument("--budget", type=float, default=None, help="search budget, s per workload")
+    ap.add_argument("--repeats", type=int, default=None)
+    ap.add_argument("--retrains", type=int, default=None)
+    ap.add_argument("--confirm", type=int, default=3, help="at most this many confirmations")
+    ap.add_argument("--reference-trials", type=int, default=16)
+    ap.add_argument("--max-epochs", type=int, default=30, help="reference trials' plan")
+    ap.add_argument("--budget", type=float, default=900.0, help="reference search budget, s")
     ap.add_argument("--tolerance", type=float, default=0.005)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default=None, help="folder for runs and MLflow (default: a temp)")
+    ap.add_argument("--results", default=str(RESULTS))
     args = ap.parse_args(argv)
-    quick = {"workloads": ["classifier"], "max_epochs": 6, "patience": 2, "trials": 4,
-             "budget": 600.0}
-    full = {"workloads": ["classifier", "unet3d"], "max_epochs": 30, "patience": 3,
-            "trials": 20, "budget": 1800.0}
-    for key, value in (quick if args.quick else full).items():
-        if getattr(args, key) is None:
-            setattr(args, key, value)
+    quick = args.quick
+    args.workloads = args.workloads or (["classifier"] if quick else ["classifier", "unet3d"])
+    args.repeats = args.repeats or (1 if quick else 3)
+    args.retrains = args.retrains or (1 if quick else 3)
+    args.full_epochs = dict(FULL_EPOCHS)
+    if quick:
+        args.full_epochs, args.reference_trials, args.budget = {"classifier": 4}, 4, 300.0
 
     import ray
 
     from orchestrator.resources import init_ray
 
     init_ray()  # one Ray session for every run below (each run joins it)
-    root = Path(args.out or tempfile.mkdtemp(prefix="headline-"))
-    root.mkdir(parents=True, exist_ok=True)
-    uri = f"sqlite:///{root / 'mlflow.db'}"
-    results = [run_workload(w, args, root, uri) for w in args.workloads]
+    args.root = Path(args.out or tempfile.mkdtemp(prefix="headline-"))
+    args.root.mkdir(parents=True, exist_ok=True)
+    args.uri = f"sqlite:///{args.root / 'mlflow.db'}"
+    started = time.time()
+    results = [run_workload(w, args) for w in args.workloads]
     ray.shutdown()
     for r in results:
         print("\n".join(report(r)))
-    (root / "headline.json").write_text(json.dumps(results, indent=2, default=str))
-    print(f"\nresults: {root / 'headline.json'}  (MLflow: {uri})")
+    out = {"measured": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+           "wall_s": time.time() - started, "args": {k: str(v) for k, v in vars(args).items()},
+           "workloads": {r["workload"]: r for r in results}}
+    Path(args.results).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.results).write_text(json.dumps(out, indent=2, default=str))
+    print(f"\nresults: {args.results}  (runs and MLflow: {args.root})")
 
 
 if __name__ == "__main__":

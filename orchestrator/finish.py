@@ -14,8 +14,8 @@ from typing import Any
 from orchestrator.folder import SearchFolder
 from orchestrator.importance import importance_artifacts, importance_lines, knob_importance
 from orchestrator.pareto import pareto_png
-from orchestrator.records import Role
-from orchestrator.report import add_baseline_row, headline
+from orchestrator.records import Role, TrialRecord
+from orchestrator.report import add_baseline_row, economics, prediction_errors
 from orchestrator.result import SearchResult, trials_table
 from orchestrator.tracking import Tracker
 from orchestrator.trial_book import TrialBook
@@ -25,15 +25,19 @@ from trainables.status import traits
 
 def write_results(*, name: str, data_name: Any, knobs: list[str], base: dict[str, Any],
                   book: TrialBook, tracker: Tracker, objective, folder: SearchFolder,
-                  baseline: dict | None, wall_s: float, search_cost_s: float) -> SearchResult:
-    """Write every result file and the MLflow records; the search's result."""
+                  baseline: dict | None, wall_s: float, search_cost_s: float,
+                  earlier: list[TrialRecord] = (), artifacts: dict[str, str] | None = None
+                  ) -> SearchResult:
+    """Write every result file and the MLflow records; the search's result. `earlier`: results
+    of earlier searches this one reused (leaderboard rows with role 'earlier')."""
     print(book.summary(), file=book.out, flush=True)
-    trials = [r for r in book.records.values() if r.role == Role.TRIAL]
+    trials = [r for r in book.records.values() if r.role == Role.TRIAL] + list(earlier)
+    by_id = {r.trial_id: r for r in trials}
     table = trials_table(trials, knobs)
     best, best_config = None, None
     if not table.empty and traits(table.iloc[0]["status"]).rankable:
         best = table.iloc[0].to_dict()
-        best_rec = book.records[best["trial_id"]]
+        best_rec = by_id[best["trial_id"]]
         # With the profile's picks: what the best trial trained with.
         best_config = TrialConfig.from_dict({**base, **best_rec.knobs,
                                              **best_rec.picks}).to_dict()
@@ -54,8 +58,8 @@ def write_results(*, name: str, data_name: Any, knobs: list[str], base: dict[str
                   "pareto": str(rid in on_front).lower()} for rid in book.records}
     folder.pareto_png.write_bytes(pareto_png(
         table, best_id, title=f"search {name!r}: accuracy against training time"))
-    artifacts: dict[str, str | bytes] = {
-        "leaderboard.csv": folder.leaderboard.read_text(),
+    artifacts = {
+        **(artifacts or {}), "leaderboard.csv": folder.leaderboard.read_text(),
         "pareto.csv": folder.pareto_csv.read_text(), "pareto.png": folder.pareto_png.read_bytes(),
         # The formula with the baseline's score filled in (the header's may say S).
         "objective.txt": objective.formula + "\n\n" + (objective.__doc__ or "")}
@@ -65,11 +69,11 @@ def write_results(*, name: str, data_name: Any, knobs: list[str], base: dict[str
     artifacts.update(importance_artifacts(importance))
     if baseline:
         artifacts["baseline.json"] = json.dumps(baseline, indent=2, default=str)
-    notes = importance_lines(importance) + headline(best, baseline, objective.baseline_s,
-                                                    search_cost_s)
-    tracker.end_search(artifacts, tags, {"search_wall_s": wall_s,
-                                         "search_cost_s": search_cost_s,
-                                         "trials": float(len(trials))}
+    lines, money = economics(best, baseline, objective.baseline_s, search_cost_s,
+                             prediction_errors(table))
+    notes = importance_lines(importance) + lines
+    tracker.end_search(artifacts, tags, {"search_wall_s": wall_s, "trials": float(len(trials)),
+                                         **money}
                        | ({"best_objective": float(best["objective"])} if best else {}))
     return SearchResult(
         name=name, trials=table, best=best, best_config=best_config,

@@ -4,6 +4,7 @@
       search_state.json    the spec, where MLflow is, the stages done; `finished` at the end
       trials.jsonl         a line when each trial starts and when it ends (the resume journal)
       baseline.json        the baseline's config and result, once its stage is done
+      screen.json, predictions.json   strategy 'screen': timings and predicted times
       mlflow-outbox.jsonl  every tracking step, so a driver death loses no MLflow record
       leaderboard.csv, pareto.csv, pareto.png, best_config.json   the results
       error.log            the full traceback of a stage that failed
@@ -61,6 +62,14 @@ class SearchFolder:
         return self.root / "baseline.json"
 
     @property
+    def screen(self) -> Path:
+        return self.root / "screen.json"
+
+    @property
+    def predictions(self) -> Path:
+        return self.root / "predictions.json"
+
+    @property
     def error_log(self) -> Path:
         return self.root / "error.log"
 
@@ -92,7 +101,8 @@ class SearchFolder:
         """A new search under a used name: the old journal, outbox and baseline are not its
         history."""
         self.root.mkdir(parents=True, exist_ok=True)
-        for path in (self.journal, self.outbox, self.state, self.baseline, self.error_log):
+        for path in (self.journal, self.outbox, self.state, self.baseline, self.error_log,
+                     self.screen, self.predictions):
             path.unlink(missing_ok=True)
 
 

@@ -56,8 +56,9 @@ def _time_columns(metrics: dict, full_epochs: int | None, baseline_s: float | No
 
 @dataclass(frozen=True, kw_only=True)
 class WeightedObjective:
-    """objective = accuracy - time_weight * log2(train_time_s / reference_time_s)  (maximize)
+    """objective = val_score - time_weight * log2(full_run_s / reference_time_s)  (maximize)
 
+    `full_run_s` is the trial's training time projected to the full run (`projected_time`).
     Each doubling of training time costs `time_weight` of accuracy (0.05 = 5 points), whatever
     the absolute times: a 10 s -> 5 s saving is worth as much as 100 s -> 50 s.
     `reference_time_s` only shifts every score by the same constant.

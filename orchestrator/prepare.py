@@ -41,6 +41,8 @@ class Prepared:
     plan: resources.ResourcePlan
     pinned: Any
     """Knobs the space searched that the user fixed (`base`), reported in the header."""
+    notes: tuple[str, ...] = ()
+    """What was changed to fit (batch sizes dropped), said once every check has passed."""
 
 
 def load_data(spec: SearchSpec) -> ArrayData:
@@ -58,11 +60,14 @@ def prepare(spec: SearchSpec, data: ArrayData, total_cpus: int, total_gpus: int,
     """Resolve and check the space against the hardware and data: every error before any
     trial, as an `InputError`."""
     try:
-        return _prepare(spec, data, total_cpus, total_gpus, worker_cpus)
+        prepared = _prepare(spec, data, total_cpus, total_gpus, worker_cpus)
     except InputError:
         raise
     except REFUSALS as err:
         raise InputError(str(err)) from err
+    for line in prepared.notes:  # only now: refused input gets its one line, nothing else
+        print(line, file=sys.stderr)
+    return prepared
 
 
 def _prepare(spec, data, total_cpus, total_gpus, worker_cpus) -> Prepared:
@@ -83,10 +88,10 @@ def _prepare(spec, data, total_cpus, total_gpus, worker_cpus) -> Prepared:
                        workload=spec.workload, spatial_dims=data.spatial_dims)
     check_space(searched, base, ctx)
     # Batch sizes that would train 0 steps: dropped with a note, or refused (search_spaces.steps).
-    searched = fit_batch_to_shards(searched, base, len(data.x_train),
-                                   note=lambda line: print(line, file=sys.stderr))
+    notes: list[str] = []
+    searched = fit_batch_to_shards(searched, base, len(data.x_train), note=notes.append)
     warm_start_points(spec.warm_start, searched, base)  # a bad point fails before any trial
-    return Prepared(data, searched, base, plan, pinned)
+    return Prepared(data, searched, base, plan, pinned, tuple(notes))
 
 
 def worker_counts(searched: dict, base: dict) -> list[int]:
@@ -97,8 +102,20 @@ def worker_counts(searched: dict, base: dict) -> list[int]:
 
 
 def describe_space(searched: dict) -> dict[str, Any]:
-    return {k: str(v) if not hasattr(v, "categories") else {"choice": list(v.categories)}
-            for k, v in searched.items()}
+    """Each domain as the written form a spec file uses: {'choice': [...]}, or a sampler's name
+    with its bounds ({'loguniform': [0.001, 0.1]})."""
+    out: dict[str, Any] = {}
+    for knob, domain in searched.items():
+        if hasattr(domain, "categories"):
+            out[knob] = {"choice": list(domain.categories)}
+        elif hasattr(domain, "lower"):
+            sampler = type(getattr(domain, "sampler", None)).__name__.lstrip("_").lower()
+            name = {"loguniform": "loguniform", "normal": "normal"}.get(sampler, "uniform")
+            kind = "randint" if type(domain).__name__ == "Integer" else name
+            out[knob] = {kind: [domain.lower, domain.upper]}
+        else:
+            out[knob] = str(domain)
+    return out
 
 
 def profile_switches(spec: SearchSpec, searched: dict, base: dict) -> tuple[str, ...]:

@@ -26,6 +26,9 @@ class Role(StrEnum):
     """One of the search's `num_trials`, proposed by the sampler."""
     BASELINE = "baseline"
     """What the user runs today, run first and outside `num_trials` (orchestrator/baseline.py)."""
+    EARLIER = "earlier"
+    """A result an earlier search on the same workload and data confirmed, reused, not run
+    again (orchestrator/knowledge.py)."""
 
 
 @dataclass
@@ -44,6 +47,10 @@ class TrialRecord:
     role: Role = Role.TRIAL
     curve: list[list[float]] = field(default_factory=list)
     """[epoch, val_score, train_time_s] of every epoch reported: the learning curve."""
+    noise: list[list[float]] = field(default_factory=list)
+    """[epoch, gradient noise scale] where it was measured (the baseline's, for predictions)."""
+    prediction: dict[str, Any] | None = None
+    """What the predict stage expected of this trial (orchestrator/predict.py), if it led to it."""
 
     def __post_init__(self) -> None:  # the journal gives words; the record holds their enums
         self.status, self.role = TrialStatus(self.status), Role(self.role)

@@ -14,7 +14,9 @@ from trainables.status import RANKABLE
 from orchestrator.records import TrialRecord
 
 LEADERBOARD_METRICS = ["val_score", "train_time_s", "full_run_s", "samples_per_s",
-                       "objective", "speedup_vs_baseline", "fixed_cost_s", "profile_s"]
+                       "objective", "speedup_vs_baseline", "time_to_target_s",
+                       "predicted_time_to_target_s", "prediction_error", "fixed_cost_s",
+                       "profile_s"]
 
 
 def trials_table(records: list[TrialRecord], knobs: list[str]) -> pd.DataFrame:
@@ -31,6 +33,7 @@ def trials_table(records: list[TrialRecord], knobs: list[str]) -> pd.DataFrame:
         row["restarts"] = int(rec.metrics.get("restarts", 0))  # resumes after a worker died
         row["trial_wall_s"] = rec.wall_s if rec.wall_s is not None else math.nan
         row["reason"] = rec.reason or ""
+        row["role"] = str(rec.role)
         rows.append(row)
     df = pd.DataFrame(rows)
     if df.empty:

@@ -3,7 +3,11 @@
     prepare   check the spec, data and space against the hardware (bad input ends here, as an
               InputError); start or join Ray; open the MLflow parent run; print the header
     baseline  train the baseline trial, or read a recorded one (orchestrator/baseline.py)
-    tune      Ray Tune + Optuna over the search's trials
+    tune      strategy 'tune': Ray Tune + Optuna over the search's trials
+    screen, predict, confirm
+              strategy 'screen': time every candidate for a few steps, predict each one's time
+              to the baseline's accuracy, train the fastest predicted to it
+              (orchestrator/screen_stages.py)
     finish    leaderboard, best config, Pareto set, MLflow tags (orchestrator/finish.py)
 
 Every stage that ends is recorded in the search folder (`search_state.json`), so a search
@@ -34,6 +38,7 @@ from orchestrator.prepare import (Prepared, describe_space, load_data, prepare,
                                   print_space, profile_switches, worker_counts)
 from orchestrator.records import Role
 from orchestrator.result import SearchResult
+from orchestrator.screen_stages import ScreenStages
 from orchestrator.spec import SearchSpec
 from orchestrator.stopper import target_stopper
 from orchestrator.tracking import MlflowTracker, Tracker
@@ -58,7 +63,8 @@ class Search:
         self.prepared: Prepared | None = None  # set by the prepare stage
         self.datasets, self.baseline, self.started_ray = None, None, False
         self.done = set(self.folder.stages_done()) if resume else set()
-        self.started = time.time()
+        self.started, self.seconds = time.time(), {}  # stage -> seconds, in this driver
+        self.screens = ScreenStages(self) if spec.strategy == "screen" else None
 
     def run(self) -> SearchResult:
         """prepare -> baseline -> tune -> finish; a stage the folder records as done is read
@@ -67,7 +73,13 @@ class Search:
             with Interrupts(self.out, on_stop=self._stopping) as self.interrupts:
                 self._stage("prepare", self.prepare)
                 self._stage("baseline", self.run_baseline, restore=self.read_baseline)
-                self._stage("tune", self.tune)
+                if self.screens is None:
+                    self._stage("tune", self.tune)
+                else:
+                    self._stage("screen", self.screens.screen, restore=self.screens.read_screen)
+                    self._stage("predict", self.screens.predict,
+                                restore=self.screens.read_predictions)
+                    self._stage("confirm", self.screens.confirm)
                 return self._stage("finish", self.finish)
         finally:
             self.close()
@@ -87,8 +99,11 @@ class Search:
                                write_traceback(err, self.folder.error_log)) from err
         if self.interrupts.interrupted:
             raise self._interrupted()
-        if name != "prepare":  # prepare always runs: it checks and starts what the others use
-            self.folder.mark_done(name, time.time() - began)
+        self.seconds[name] = time.time() - began
+        # prepare always runs (it checks and starts what the others use); finish is recorded by
+        # the folder's `finished`, which it writes last.
+        if name not in ("prepare", "finish"):
+            self.folder.mark_done(name, self.seconds[name])
         return result
 
     # -- stages -----------------------------------------------------------------------------
@@ -148,8 +163,10 @@ class Search:
 
         epochs = baselines.baseline_epochs(self.spec, config)
         config = {**config, "epochs": epochs}
-        # It runs as given (no profile, no ledger), and its objective only adds full_run_s.
-        ctx = self._trial_context(config, baselines.baseline_objective(self.spec), (), None)
+        # It runs as given (no profile, no ledger), and its objective only adds full_run_s. The
+        # screen's predictions need its trained model's gradient noise scale.
+        ctx = self._trial_context(config, baselines.baseline_objective(self.spec), (), None,
+                                  measure_noise=self.screens is not None)
         self.book.begin(Role.BASELINE, 1, epochs, base=config)
         self._fit(TuneRun(
             trainable(ctx, self._datasets()), {}, num_samples=1, max_concurrent=1,
@@ -187,11 +204,20 @@ class Search:
     def finish(self) -> SearchResult:
         self.book.close_open()  # none after a clean tune stage; a safety net, never `running`
         wall = time.time() - self.started
+        screens, extra = self.screens, {}
+        if screens is not None:
+            extra = {"screen.json": self.folder.screen.read_text(),
+                     "predictions.json": self.folder.predictions.read_text()}
         result = write_results(
             name=self.spec.name, data_name=self.spec.to_dict()["data"],
-            knobs=list(self.prepared.searched), base=self.prepared.base, book=self.book,
-            tracker=self.tracker, objective=self.objective, folder=self.folder,
-            baseline=self.baseline, wall_s=wall, search_cost_s=wall)
+            knobs=screens.knobs if screens else list(self.prepared.searched),
+            base=self.prepared.base, book=self.book, tracker=self.tracker,
+            objective=self.objective, folder=self.folder, baseline=self.baseline, wall_s=wall,
+            # What finding the config cost: the baseline is a run the user makes anyway.
+            search_cost_s=wall - self.seconds.get("baseline", 0.0),
+            earlier=screens.earlier if screens else (), artifacts=extra)
+        if screens is not None:
+            screens.remember_search()
         # Only now: a search stopped before this point stays resumable.
         self.folder.write_state(finished=True, parent_run_id=self.tracker.parent_run_id)
         return result
@@ -205,6 +231,11 @@ class Search:
         print("  " + baselines.describe(baselines.resolved_kind(spec), config, p.base,
                                         baselines.baseline_epochs(spec, config)), file=out)
         print_space(p, spec, out)
+        if self.screens is not None:
+            print("  strategy: screen every combination, predict each one's time to the "
+                  f"baseline's accuracy, confirm at most {spec.num_trials}", file=out)
+            if line := self.screens.header():
+                print(f"  {line}", file=out)
         print(f"  {self.objective.formula}", file=out)
         print(f"  {p.plan.max_concurrent_trials} trial(s) at a time, {p.plan.cpus_per_trial} CPUs"
               + (f" and up to {p.plan.gpus_per_trial} GPUs" if p.plan.use_gpu else "")
@@ -216,7 +247,8 @@ class Search:
                   f"short by the stop (discarded, run again), "
                   f"{max(0, spec.num_trials - len(trials))} to run", file=out, flush=True)
 
-    def _trial_context(self, base: dict, objective, profile: tuple[str, ...], ledger):
+    def _trial_context(self, base: dict, objective, profile: tuple[str, ...], ledger,
+                       measure_noise: bool = False):
         from trainables.trial.trainable import TrialContext
 
         p = self.prepared
@@ -225,8 +257,8 @@ class Search:
             n_train=len(p.data.x_train), resources=p.plan,
             storage_path=str(self.folder.train_storage), objective=objective,
             always_use_worker_group=self.spec.always_use_worker_group,
-            placement=self.spec.placement,
-            ledger=ledger, profile=profile)
+            placement=self.spec.placement, ledger=ledger, profile=profile,
+            measure_noise=measure_noise)
 
     def _datasets(self) -> dict:
         """The data in Ray's object store, once per search: every trial of every stage shares it."""

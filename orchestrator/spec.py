@@ -30,6 +30,7 @@ WorkloadName = Literal["classifier", "unet3d"]
 Placement = Literal["PACK", "SPREAD"]
 ProfileMode = Literal["on", "off", "compile"]
 SpatialDims = Literal[0, 1, 2, 3]
+Strategy = Literal["tune", "screen"]
 PLACEMENTS: tuple[str, ...] = get_args(Placement)
 PROFILE_MODES: tuple[str, ...] = get_args(ProfileMode)
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
@@ -55,6 +56,11 @@ class SearchSpec:
     """Fixed trial settings (TrialConfig fields, e.g. lr=0.01) that the space does not search."""
     epochs: int = 3
     """Epochs per trial (a shortcut for base['epochs'])."""
+    strategy: Strategy = "tune"
+    """How configurations are found: 'tune' (Optuna proposes `num_trials` configurations and
+    each trains, Ray Tune) or 'screen' (every combination of the space's choices is timed for a
+    few steps, its time to the baseline's accuracy is predicted, and at most `num_trials` of
+    the fastest predicted are trained to it: match_baseline only; orchestrator/predict.py)."""
     num_trials: int = field(default=8, metadata={"flag": "--trials"})
     """Trials to run (the search may stop earlier on `time_budget_s`)."""
     time_budget_s: float | None = field(default=None, metadata={"flag": "--time-budget"})
@@ -63,8 +69,8 @@ class SearchSpec:
     objective: ObjectiveName = "weighted"
     """How trials are ranked: 'weighted' (accuracy minus a penalty per doubling of time),
     'time_to_target' (fastest to `target`), 'pareto' (accuracy against time) or 'match_baseline'
-    (fastest within `tolerance` of the baseline). Formulas in orchestrator/objective.py and the
-    README."""
+    (fastest within `tolerance` of the baseline). Formulas in orchestrator/objective.py and
+    docs/reference.md."""
     time_weight: float = 0.05
     """Weighted objective: accuracy lost per doubling of training time."""
     reference_time_s: float = field(default=10.0, metadata={"flag": "--reference-time"})
@@ -154,7 +160,13 @@ class SearchSpec:
         if self.grace_period < 1 or self.reduction_factor < 2:
             raise ValueError("grace_period must be >= 1 and reduction_factor >= 2 "
                              f"(got {self.grace_period}, {self.reduction_factor})")
-        if self.early_stopping and self.objective == "pareto":
+        if self.strategy == "screen" and not self.make_objective().needs_baseline:
+            raise ValueError("strategy 'screen' predicts the time to the baseline's accuracy: "
+                             "use it with --objective match_baseline")
+        if self.strategy == "screen" and self.early_stopping:
+            raise ValueError("strategy 'screen' stops each trial once it is decided; ASHA "
+                             "(early_stopping) is for strategy 'tune'")
+        if self.early_stopping and not self.make_objective().scalar:
             raise ValueError("early_stopping needs a scalar objective (weighted or "
                              "time_to_target); pareto compares finished trials only")
         if self.early_stopping and self.grace_period >= self.epochs:

@@ -37,6 +37,27 @@ def _error_reason(trial) -> str:
     return str(getattr(trial, "error_msg", None) or "trial raised an error")
 
 
+def config_key(knobs: dict[str, Any]) -> str:
+    """Knobs as one canonical string (numpy scalars as their values)."""
+    import json
+
+    return json.dumps({k: plain(v) if hasattr(v, "item") else v for k, v in knobs.items()},
+                      sort_keys=True, default=str)
+
+
+def prediction_metrics(rec: TrialRecord) -> dict[str, float]:
+    """A predicted trial's expectation beside what it measured: `prediction_error` is
+    (predicted - measured) / measured time to the target, when it reached it."""
+    if not rec.prediction:
+        return {}
+    out = {"predicted_time_to_target_s": float(rec.prediction["predicted_time_s"]),
+           "predicted_epochs": float(rec.prediction["predicted_epochs"])}
+    measured = rec.metrics.get("time_to_target_s")
+    if measured is not None and measured == measured and measured > 0:
+        out["prediction_error"] = (out["predicted_time_to_target_s"] - measured) / measured
+    return out
+
+
 def _tag(value: Any) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
@@ -58,17 +79,21 @@ class TrialBook(Callback):
         self.records, self.cut_short = read_journal(journal)
         # What the current stage runs (`begin`).
         self.role, self.planned, self.epochs, self.stage_base = Role.TRIAL, 0, 0, self.base
+        self.predictions: dict[str, dict] = {}
         # trial id -> (status, reason) of trials a stopper ended (orchestrator/stopper.py).
         self.stop_reasons: dict[str, tuple[TrialStatus, str]] = {}
         self.stopping = False  # a signal asked the search to stop: open trials are interrupted
         for rec in self.records.values():  # a resumed search's finished trials count as run
             self._tell_ledger(rec)
 
-    def begin(self, role: Role, planned: int, epochs: int, base: dict | None = None) -> None:
+    def begin(self, role: Role, planned: int, epochs: int, base: dict | None = None,
+              predictions: dict[str, dict] | None = None) -> None:
         """The next trials Tune starts are `planned` trials of `role`, `epochs` long, their
-        knobs laid over `base` (default: the search's fixed settings)."""
+        knobs laid over `base` (default: the search's fixed settings). `predictions`: knobs
+        (as `config_key`) -> what the predict stage expects of the trial with them."""
         self.role, self.planned, self.epochs = role, planned, epochs
         self.stage_base = self.base if base is None else base
+        self.predictions = predictions or {}
 
     def finished(self, role: Role) -> list[TrialRecord]:
         """Finished trials of `role`, in the order they started."""
@@ -128,7 +153,8 @@ class TrialBook(Callback):
         number = 0 if self.role != Role.TRIAL else 1 + sum(
             r.role == Role.TRIAL for r in self.records.values())
         rec = TrialRecord(trial.trial_id, number, dict(trial.config), time.time(),
-                          role=self.role)
+                          role=self.role,
+                          prediction=self.predictions.get(config_key(dict(trial.config))))
         self.records[trial.trial_id] = rec
         knobs = " ".join(f"{k}={v}" for k, v in rec.knobs.items())
         self._print(f"{self._label(rec)} start  {knobs}".rstrip())
@@ -150,9 +176,12 @@ class TrialBook(Callback):
         m = rec.metrics
         if "val_score" in m and "train_time_s" in m:
             rec.curve.append([rec.epochs, m["val_score"], m["train_time_s"]])
+        if "noise_scale" in m:
+            rec.noise.append([rec.epochs, m["noise_scale"]])
         score = "dice" if "val_dice" in m else "acc"  # what val_score is for this task
+        planned = rec.knobs.get("epochs", self.epochs)  # a confirmation plans its own length
         self._print(
-            f"{self._label(rec)} epoch {rec.epochs}/{self.epochs}  "
+            f"{self._label(rec)} epoch {rec.epochs}/{planned}  "
             f"{score} {m.get('val_score', 0):.3f}  loss {m.get('train_loss', float('nan')):.3f}  "
             f"train {m.get('train_time_s', 0):.1f}s  {m.get('samples_per_s', 0):,.0f} samples/s"
             f"  objective {m.get('objective', float('nan')):.4f}"
@@ -168,6 +197,7 @@ class TrialBook(Callback):
         elif rec.fixed_cost_s is not None:
             rec.metrics["trial_wall_s"] = rec.wall_s
             rec.metrics["fixed_cost_s"] = rec.fixed_cost_s
+        rec.metrics.update(prediction_metrics(rec))
         detail = f" ({reason})" if reason else ""
         self._print(f"{self._label(rec)} {status} after {rec.wall_s:.1f}s wall{detail}")
         self.tracker.end_trial(rec.trial_id, status, rec.metrics, reason,

@@ -7,15 +7,19 @@ MLflow the same way, in the same folder and under the same parent run.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+from ray.tune.search import Searcher
 
 from orchestrator.history import seeded_storage
 from orchestrator.records import TrialRecord
 from orchestrator.searcher import TruthfulOptunaSearch
 from orchestrator.spec import SearchSpec
-from orchestrator.trial_book import TrialBook
+from orchestrator.trial_book import TrialBook, config_key as _key
 from search_spaces.warm_start import warm_start_points
+from trainables.config import learning_knobs
 
 
 def make_searcher(spec: SearchSpec, objective, searched: dict, base: dict,
@@ -44,6 +48,41 @@ def make_searcher(spec: SearchSpec, objective, searched: dict, base: dict,
     # The seed lives in the sampler (OptunaSearch ignores its own `seed` next to a sampler).
     return TruthfulOptunaSearch(metric=objective.metric, mode=objective.mode, sampler=sampler,
                                 points_to_evaluate=points or None, decided=decided, **seeded)
+
+
+class Confirmations(Searcher):
+    """Proposes given configurations in order (the predict stage's, fastest predicted first),
+    and stops proposing once the next one's predicted time, allowing for prediction error
+    (`slack`), cannot beat a time to the target already measured (`best()`)."""
+
+    def __init__(self, configs: list[dict], predicted: list[float],
+                 best: Callable[[], float | None], slack: float = 0.75,
+                 lagged: Callable[[], set[str]] = set):
+        """lagged: ids of trials cut for learning less than the baseline; a configuration with
+        the same learning knobs as one of them (`trainables.config.learning_knobs`) is skipped:
+        a faster step does not make a thinner model learn more."""
+        super().__init__()
+        self.configs, self.predicted = list(configs), list(predicted)
+        self.best, self.slack, self.lagged, self.next = best, slack, lagged, 0
+        self.proposed: dict[str, dict] = {}  # trial id -> its configuration
+
+    def suggest(self, trial_id: str):
+        while self.next < len(self.configs):
+            config, predicted = self.configs[self.next], self.predicted[self.next]
+            best = self.best()
+            if best is not None and predicted * self.slack > best:
+                return Searcher.FINISHED  # the rest are predicted slower still
+            self.next += 1
+            behind = {_key(learning_knobs(self.proposed[t])) for t in self.lagged()
+                      if t in self.proposed}
+            if _key(learning_knobs(config)) not in behind:
+                self.proposed[trial_id] = dict(config)
+                return dict(config)
+        return Searcher.FINISHED
+
+    def on_trial_complete(self, trial_id: str, result: dict | None = None,
+                          error: bool = False) -> None:
+        pass  # what a confirmation measured reaches `best` through the stopper
 
 
 @dataclass

@@ -28,6 +28,15 @@ def _contains(domain: Domain, value: Any) -> bool:
     return False
 
 
+def _describe(domain: Domain) -> str:
+    """'one of [32, 64]' or '[0.001, 0.1]': what a value must be, in the user's terms."""
+    if isinstance(domain, Categorical):
+        return f"one of {list(domain.categories)}"
+    if isinstance(domain, (Integer, Float)):
+        return f"[{domain.lower}, {domain.upper}{')' if isinstance(domain, Integer) else ']'}"
+    return str(domain)
+
+
 def _fill(domain: Domain, preferred: Any) -> Any:
     if preferred is not None and _contains(domain, preferred):
         return preferred
@@ -54,7 +63,7 @@ def warm_start_points(warm_start: str | list | None, searched: dict[str, Domain]
                                      f"(searched: {sorted(searched)})")
                 if not _contains(searched[knob], value):
                     raise ValueError(f"warm_start point {point}: {knob}={value!r} is outside "
-                                     f"the space ({searched[knob]})")
+                                     f"the space ({_describe(searched[knob])})")
     points = []
     for point in raw:
         full = {k: point.get(k, _fill(d, base.get(k))) for k, d in searched.items()}

@@ -1,4 +1,4 @@
-"""Find every `orchestrator ...` command shape the README promises (used by
+"""Find every `orchestrator ...` command shape that README.md and docs/*.md promise (used by
 tests/test_readme_commands.py; no Ray here).
 
 A command shape is
@@ -7,7 +7,9 @@ A command shape is
   backslash continuations and cut at `&&`, `;`, `|` and `#`;
 * an inline code span that is such a command (`orchestrator resume OUTPUT_DIR/NAME`);
 * an inline code span that starts with an option of `orchestrator search`, `resume` or `train`
-  (`--objective pareto`, `--early-stopping --grace-period 1 --reduction-factor 2`, `--name`).
+  (`--objective pareto`, `--early-stopping --grace-period 1 --reduction-factor 2`, `--name`),
+  every `--option` in it being one of theirs (`--epochs 10 --patch-size 32` is a benchmark
+  script's, not ours).
 Each is keyed by its text with whitespace collapsed and any `.venv/bin/` style path dropped.
 """
 
@@ -20,6 +22,12 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
+
+
+def documents() -> list[Path]:
+    """The pages whose commands must run: the README and every page in docs/."""
+    return [README, *sorted((REPO / "docs").glob("*.md"))]
+
 
 _FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.S | re.M)
 _SPAN = re.compile(r"`([^`\n]+(?:\n[^`\n]+)?)`")  # a code span may wrap onto a second line
@@ -51,8 +59,14 @@ def _as_command(piece: str) -> str | None:
     return found.group(1).strip() if found else None
 
 
+def _is_our_option(span: str, flags: set[str]) -> bool:
+    first = span.split(" ")[0].split("=")[0]
+    options = {w.split("=")[0] for w in span.split(" ") if w.startswith("--")}
+    return first in flags and options <= flags
+
+
 def readme_commands(text: str, flags: set[str]) -> list[str]:
-    """Every command shape in a README text, in order of appearance, without repeats."""
+    """Every command shape in a markdown text, in order of appearance, without repeats."""
     found: list[str] = []
 
     def add(shape: str | None) -> None:
@@ -69,12 +83,17 @@ def readme_commands(text: str, flags: set[str]) -> list[str]:
     prose = _FENCE.sub("", text)
     for span in _SPAN.findall(prose):
         span = " ".join(span.split())
-        first = span.split(" ")[0].split("=")[0]
-        if first in flags:
-            add(span)
-        else:
-            add(_as_command(span))
+        add(span if _is_our_option(span, flags) else _as_command(span))
     return found
+
+
+def documented_commands(flags: set[str]) -> dict[str, list[str]]:
+    """Every command shape of README.md and docs/*.md -> the pages that show it."""
+    where: dict[str, list[str]] = {}
+    for page in documents():
+        for shape in readme_commands(page.read_text(), flags):
+            where.setdefault(shape, []).append(str(page.relative_to(REPO)))
+    return where
 
 
 def span_flags(shape: str, flags: set[str]) -> set[str]:

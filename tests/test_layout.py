@@ -108,3 +108,39 @@ def test_fit_reads_in_one_screen():
     from trainables.loop.fit import fit
 
     assert len(inspect.getsource(fit).splitlines()) <= MAX_FIT_LINES
+
+
+# A status word as a string literal outside trainables/status.py: (file, word) pairs allowed, and
+# why. Everything else reads `TrialStatus` and its traits (one home per word).
+STATUS_WORDS_ALLOWED = {
+    ("orchestrator/tracking/mlflow_writer.py", "interrupted"),  # the parent run's tag name
+}
+
+
+def test_no_bare_status_strings_outside_status_py():
+    from trainables.status import TrialStatus
+
+    words = {s.value for s in TrialStatus}
+    found = []
+    for path in _modules().values():
+        rel = str(path.relative_to(ROOT))
+        if rel == "trainables/status.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Constant) and node.value in words \
+                    and (rel, node.value) not in STATUS_WORDS_ALLOWED:
+                found.append(f"{rel}:{node.lineno} {node.value!r}")
+    assert not found, "status words outside trainables/status.py:\n" + "\n".join(found)
+
+
+def test_mlflow_is_reached_only_through_the_tracking_package():
+    outside = []
+    for name, path in _modules().items():
+        if name.startswith("orchestrator.tracking"):
+            continue
+        for imported in ast.walk(ast.parse(path.read_text())):
+            if isinstance(imported, (ast.Import, ast.ImportFrom)):
+                names = [a.name for a in imported.names] + [getattr(imported, "module", "") or ""]
+                if any(n == "mlflow" or n.startswith("mlflow.") for n in names):
+                    outside.append(f"{name}:{imported.lineno}")
+    assert not outside, "MLflow imported outside orchestrator/tracking/:\n" + "\n".join(outside)

@@ -19,6 +19,23 @@ LR_SCALINGS = ("sqrt", "linear", "none")
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune")
 
 
+# What a field changes. SPEED_ONLY fields change how fast a step runs, not what is learned (up to
+# floating-point rounding); STATISTICAL ones change how much each step learns, which the gradient
+# noise scale models (trainables/loop/noise.py); every other field (width, patch, lr, schedule,
+# ...) changes what is learned, and only training can tell by how much.
+SPEED_ONLY = frozenset({
+    "precision", "workers", "compile", "compile_mode", "channels_last", "cudnn_benchmark",
+    "pin_memory", "zero_grad_set_to_none", "sync_every", "cache_shard", "prefetch_batches",
+    "loader_workers", "grad_checkpointing", "checkpoint_every", "val_every"})
+STATISTICAL = frozenset({"batch_size", "accum_steps"})
+
+
+def learning_knobs(config: dict[str, Any]) -> dict[str, Any]:
+    """The settings of `config` that decide what is learned (its length, `epochs`, aside)."""
+    return {k: v for k, v in config.items()
+            if k not in SPEED_ONLY and k not in STATISTICAL and k != "epochs"}
+
+
 @dataclass(kw_only=True)
 class TrialConfig:
     # ---- workload -------------------------------------------------------------------------------

@@ -37,7 +37,8 @@ class TrialStatus(StrEnum):
     """Same knobs and seed as a trial already run in this search: reports that trial's recorded
     result instead of training again (`rerun_duplicates` turns this off)."""
     INTERRUPTED = "interrupted"
-    """Still running when the user stopped the search (Ctrl-C, SIGTERM); a resume runs it again."""
+    """Still running when the user stopped the search (Ctrl-C, SIGTERM); a resume runs a new trial
+    in its place."""
 
     @property
     def traits(self) -> Traits:

@@ -5,7 +5,7 @@ Where the sampling happens: in the search driver, one MLflow `SystemMetricsMonit
 running trial, sampling the driver's machine. Child runs are written by the driver (cluster
 workers need no access to the tracking store), so this is the machine that runs local trials:
 exactly the trial's hardware for a local search. On a multi-node cluster it samples the head
-node, not the GPU nodes (see README, "What MLflow holds").
+node, not the GPU nodes (see docs/records.md).
 
 Trials last seconds to minutes, so the interval is short (1 s, against MLflow's default 10 s);
 MLFLOW_SYSTEM_METRICS_SAMPLING_INTERVAL overrides it, as in MLflow.

@@ -23,7 +23,8 @@ from trainables.config import LR_SCALINGS
 # README and the docs promise these spellings.
 SEARCH_FLAGS = {
     "--spec", "--check", "--lr-scaling",  # not fields: a file, a mode, a --set shortcut
-    "--name", "--workload", "--model", "--data", "--space", "--set", "--epochs", "--trials",
+    "--name", "--workload", "--model", "--data", "--space", "--set", "--epochs", "--strategy",
+    "--trials",
     "--time-budget", "--objective", "--time-weight", "--reference-time", "--target",
     "--baseline", "--tolerance", "--full-epochs", "--seed", "--early-stopping",
     "--grace-period", "--reduction-factor", "--warm-start", "--cpus-per-trial",

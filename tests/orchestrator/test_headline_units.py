@@ -14,7 +14,7 @@ from orchestrator.baseline import (SEEDS_BEFORE, baseline_config, baseline_epoch
 from orchestrator.cli import build_parser, spec_from_args
 from orchestrator.importance import importance_lines, knob_importance
 from orchestrator.objective import make_objective, projected_time
-from orchestrator.report import add_baseline_row, headline
+from orchestrator.report import add_baseline_row, economics
 from trainables.config import TrialConfig
 from trainables.loop.lr import lr_factor, scaled_lr, schedule_multiplier
 
@@ -189,10 +189,12 @@ def test_headline_and_payback_lines():
     record = {"val_score": 0.915, "train_time_s": 100.0, "full_run_s": 100.0,
               "trial_id": "base", "status": "completed", "config": {"width": 1.0}}
     best = {"val_score": 0.912, "speedup_vs_baseline": 4.0}
-    lines = headline(best, record, 100.0, search_cost_s=300)
-    assert lines[0] == "best: 4.0x faster than baseline (0.912 vs 0.915)"
-    assert "after 4.0 full runs" in lines[2]  # 300 s / (100 - 25) s saved per run
-    missed = headline({"val_score": 0.8, "speedup_vs_baseline": math.nan}, record, 100.0, 300)
+    lines, _ = economics(best, record, 100.0, search_cost_s=300, errors=[])
+    assert lines[0] == "best: 4.00x faster than baseline (0.912 vs 0.915)"
+    assert "3.0 baseline runs" in lines[1]
+    assert "after 4.0 runs" in lines[2]  # 300 s / (100 - 25) s saved per run
+    missed, _ = economics({"val_score": 0.8, "speedup_vs_baseline": math.nan}, record, 100.0,
+                          300, [])
     assert "did not reach" in missed[0]
     table = add_baseline_row(_table(3), record, ["width"])
     assert list(table["role"]) == ["trial"] * 3 + ["baseline"]

@@ -73,6 +73,9 @@ class Timing:
     """Steady seconds per training step."""
     one_off_s: float
     """What the warm-up steps cost beyond steady steps (compilation, first kernels)."""
+    peak_mb: float = math.nan
+    """Peak memory of training: CUDA's allocator high-water mark; on CPU the weights, their
+    gradients and AdamW's two moments plus the activations one step saves for backward."""
 
 
 Measure = Callable[[TrialConfig], Timing]
@@ -204,10 +207,15 @@ def _profile_batch(io: LoopIO, batch: int) -> tuple[torch.Tensor, torch.Tensor] 
 
 
 class StepTimer:
-    """Times training steps of a fresh model built for a candidate config (then dropped)."""
+    """Times training steps of a fresh model built for a candidate config (then dropped).
+    `data_parallel`: wrap the model as the trial would (DDP over the worker group), so the
+    timing includes the gradient all-reduce (the search's screen); off for the profile, whose
+    ranks time their own candidates without collectives."""
 
-    def __init__(self, meta: DataMeta, io: LoopIO, batch: tuple[torch.Tensor, torch.Tensor]):
+    def __init__(self, meta: DataMeta, io: LoopIO, batch: tuple[torch.Tensor, torch.Tensor],
+                 data_parallel: bool = False):
         self.meta, self.io, self.batch = meta, io, batch
+        self.data_parallel = data_parallel
 
     def __call__(self, cfg: TrialConfig) -> Timing:
         io, device = self.io, self.io.device
@@ -216,15 +224,19 @@ class StepTimer:
         memory_format = memory_format_for(cfg, self.meta)
         model = build_model(cfg, self.meta, io.model_builder).to(device,
                                                                 memory_format=memory_format)
+        weights_mb = sum(p.numel() * p.element_size() for p in model.parameters()) / 2**20
+        if self.data_parallel:
+            model = io.wrap_model(model)
         if cfg.compile:
             model = torch.compile(model, mode=cfg.compile_mode)
         step = TrainStep.build(cfg, model, io, make_task(self.meta.task), memory_format)
-        step.activation_mb = 0.0  # no saved-tensor meter: it would slow the timed steps
+        if device.type == "cuda":
+            torch.cuda.reset_peak_memory_stats(device)
         x, y = self.batch
         try:
             t0 = time.perf_counter()
             for _ in range(WARMUP_STEPS):
-                step(x, y, True)
+                step(x, y, True)  # the first measures activation_mb (its meter is untimed)
             sync(device)
             t1 = time.perf_counter()
             times = []
@@ -233,6 +245,8 @@ class StepTimer:
                 step(x, y, True)
                 sync(device)  # per step: the median below needs each step's own time
                 times.append(time.perf_counter() - t)
+            peak = torch.cuda.max_memory_allocated(device) / 2**20 if device.type == "cuda" \
+                else 4 * weights_mb + (step.activation_mb or 0.0)
         finally:
             del model, step
             gc.collect()
@@ -241,4 +255,4 @@ class StepTimer:
         # The median, not the mean: a step that lost its core to another process (a shared
         # machine) says nothing about the candidate.
         steady = statistics.median(times)
-        return Timing(steady, max(0.0, (t1 - t0) - WARMUP_STEPS * steady))
+        return Timing(steady, max(0.0, (t1 - t0) - WARMUP_STEPS * steady), peak)

@@ -46,6 +46,9 @@ class TrialContext:
     profile: tuple[str, ...] = ()
     """Speed-only switches each trial picks by timing a few steps first
     (`trainables.loop.profile.switches_to_profile`); empty: no profile."""
+    measure_noise: bool = False
+    """Measure the trained model's gradient noise scale after the last epoch (the baseline does,
+    for the search's predictions: trainables/loop/noise.py)."""
     ledger: Any = None
     """The search's Ledger actor (trainables/trial/ledger.py): a configuration already run
     reports its recorded result instead of training; None trains every trial."""
@@ -103,7 +106,8 @@ def run_trial(sampled: dict[str, Any], ctx: TrialContext, datasets: dict) -> Non
     use_gpu = ctx.resources.use_gpu
     plan = TrialPlan(cfg=cfg, meta=ctx.meta, n_train=ctx.n_train,
                      threads=ctx.resources.threads(cfg.workers),
-                     model_builder=ctx.model_builder, profile=ctx.profile)
+                     model_builder=ctx.model_builder, profile=ctx.profile,
+                     measure_noise=ctx.measure_noise)
     if in_process(ctx, cfg):
         try:
             run_in_tune(plan, datasets, ctx.objective, use_gpu)

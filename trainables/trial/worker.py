@@ -23,6 +23,7 @@ from trainables.data.arrays import DataMeta
 from trainables.data.pipeline import ShardFeed, iter_batches
 from trainables.loop import LoopIO, fit, fit_legacy
 from trainables.loop.io import identity
+from trainables.loop.noise import gradient_noise_scale, noise_epochs
 from trainables.loop.profile import PICK_PREFIX, profile
 from trainables.loop.state import outcome_metrics
 from trainables.loop.switches import free_device_memory, reset_peak_memory
@@ -48,6 +49,10 @@ class TrialPlan:
     profile: tuple[str, ...] = ()
     """Speed-only switches to pick by timing a few steps before training
     (`trainables.loop.profile`); empty: train with the config's values."""
+    measure_noise: bool = False
+    """At a few points of training (`noise.NOISE_POINTS` of its epochs) measure the model's
+    gradient noise scale, outside the timed training, and report it with that epoch as
+    `noise_scale` (trainables/loop/noise.py)."""
 
 
 @dataclass
@@ -103,8 +108,12 @@ def run(plan: TrialPlan, session: Session) -> dict:
     nodes = len(set(node_ids))
 
     profiled: dict = {}  # profile_s and the picks, added to every report
+    trained: dict = {}  # the model the loop trains, kept by `wrap` for the noise probe
 
     def report(metrics: dict, checkpoint=None) -> None:
+        if plan.measure_noise and "model" in trained and session.rank == 0 and \
+                metrics.get("epoch") in noise_epochs(cfg.epochs):
+            metrics = {**metrics, **_noise(plan, cfg, meta, trained["model"], session, device)}
         session.report({**metrics, **profiled, "nodes": nodes}, checkpoint)
 
     def save_checkpoint(state: dict, metrics: dict) -> None:
@@ -127,11 +136,16 @@ def run(plan: TrialPlan, session: Session) -> dict:
             return torch.load(os.path.join(folder, CHECKPOINT_FILE), map_location=device,
                               weights_only=True)
 
-    wrap = identity
+    wrap_group = identity
     if world > 1:
         import ray.train.torch
 
-        wrap = ray.train.torch.prepare_model
+        wrap_group = ray.train.torch.prepare_model
+
+    def wrap(model):
+        trained["model"] = model  # both loops hand their raw model here first
+        return wrap_group(model)
+
     io = LoopIO(
         train_batches=train_feed,
         val_batches=val_feed,
@@ -166,6 +180,26 @@ def run(plan: TrialPlan, session: Session) -> dict:
         metrics = {**outcome_metrics(cfg, outcome), **profiled}
         session.report(metrics, None)
         return metrics
+
+
+def _noise(plan: TrialPlan, cfg: TrialConfig, meta: DataMeta, model, session: Session,
+           device) -> dict:
+    """The trained model's gradient noise scale on this worker's training shard, at the trial's
+    own per-worker batch and 4x it, cropped as training crops. Timed apart (`noise_s`)."""
+    import time
+
+    from trainables.loop.tasks import make_task
+
+    t0 = time.perf_counter()
+    task, parts = make_task(meta.task), 4
+    small = cfg.per_worker_batch
+    feed = ShardFeed(session.train, batch_size=small * parts, device=device, cache=True,
+                     shuffle=True, drop_last=True, seed=cfg.seed + 1, rank=session.rank)
+    gen = torch.Generator().manual_seed(cfg.seed + 2)
+    crops = (task.crop(x, y, cfg.patch_size, gen) for x, y in feed(0))
+    scale = gradient_noise_scale(model, task.loss, crops, small=small, parts=parts)
+    # Tracking stores finite numbers: "all noise at this size" is a scale past any batch.
+    return {"noise_scale": min(scale, 1e9), "noise_s": time.perf_counter() - t0}
 
 
 def _profile(plan: TrialPlan, cfg: TrialConfig, meta: DataMeta, io: LoopIO,

@@ -1,0 +1,118 @@
+"""The predict stage: each screened configuration's time to the baseline's accuracy, before any of
+them trains.
+
+    time to target = epochs to target x time per epoch
+
+* Time per epoch comes from the screen: the candidate's steps per epoch x (its steady step time
+  + its feed's time per batch), plus its one-off costs: warm-up (first kernels; compilation)
+  and the first epoch's read of the shard.
+* Epochs come from the baseline's own run. It trained N epochs (`full_epochs`) to its score S,
+  and first reached the target S - tolerance at epoch E_b of its N. A bigger batch takes fewer
+  optimizer steps per epoch, so it needs more epochs to learn as much: by the empirical model of
+  large-batch training (McCandlish et al. 2018), (1 + b / B_noise) / (1 + b0 / B_noise) times
+  the epochs of the baseline's batch b0, with B_noise the gradient noise scale measured along
+  the baseline's run (trainables/loop/noise.py). B_noise grows as the loss falls, so each of
+  the baseline's epochs is converted at its own B_noise and the ratio is their mean: a bigger
+  batch costs most early on. A candidate is therefore planned for
+  P = ceil(N x ratio) epochs (its schedule spans them, as the baseline's spans N), and expected
+  to reach the target at the same point of its schedule as the baseline did: epoch
+  ceil(P x E_b / N).
+* Knobs that change what is learned (width, patch size) are not modelled: their candidates are
+  predicted as if they learned as the baseline's model does, and the confirm stage's real
+  training decides them (a candidate that lags stops once it can no longer win).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from trainables.loop.noise import epochs_ratio, run_epochs_ratio
+
+# With no noise scale measured (a baseline recorded before it was measured), a batch larger
+# than the baseline's is assumed to need epochs in proportion to the square root of the ratio:
+# between "bigger batches are free" and "only steps count".
+FALLBACK = "sqrt"
+
+
+@dataclass(frozen=True)
+class Prediction:
+    config: dict[str, Any]
+    """The candidate's full trial settings, as screened (its `planned_epochs` apart)."""
+    samples_per_s: float
+    epochs_ratio: float
+    """Epochs it needs per epoch of the baseline's (statistical efficiency of its batch)."""
+    planned_epochs: int
+    predicted_epochs: int
+    predicted_time_s: float
+    """Training time (train_time_s) to the target."""
+    predicted_speedup: float
+    """The baseline's time to the target over this."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @property
+    def trial_config(self) -> dict[str, Any]:
+        """What its confirmation trains: the screened settings, for its planned epochs."""
+        return {**self.config, "epochs": self.planned_epochs}
+
+
+def baseline_epochs_to(curve: list[list[float]], target: float) -> int | None:
+    """The first epoch of a learning curve ([epoch, score, time]) at or above `target`."""
+    for epoch, score, _ in curve:
+        if score >= target:
+            return int(epoch)
+    return None
+
+
+def baseline_time_to(curve: list[list[float]], target: float) -> float | None:
+    for _, score, seconds in curve:
+        if score >= target:
+            return float(seconds)
+    return None
+
+
+def predict(screened: list[dict], baseline: dict, target: float) -> list[Prediction]:
+    """A prediction for every screened candidate that can run, fastest first."""
+    curve = baseline.get("curve") or []
+    full = int(baseline.get("epochs") or len(curve) or 1)
+    reached = baseline_epochs_to(curve, target) or full
+    base_time = baseline_time_to(curve, target) or float(baseline["train_time_s"])
+    b0 = int(baseline["config"].get("batch_size", 1))
+    noise = float(baseline.get("noise_scale", math.nan))
+    series = baseline.get("noise") or []
+    out = []
+    for r in screened:
+        cfg = r["config"]
+        batch = int(cfg.get("batch_size", b0))
+        ratio = run_epochs_ratio(batch, b0, series, full) if series else \
+            epochs_ratio(batch, b0, noise)
+        if math.isnan(ratio):
+            ratio = math.sqrt(batch / b0) if batch > b0 else 1.0
+        planned = max(1, math.ceil(full * ratio - 1e-9))
+        epochs = max(1, min(planned, math.ceil(planned * reached / full - 1e-9)))
+        # A trial's epoch is its steps and its feed; its first also reads the shard once.
+        per_epoch = r["steps_per_epoch"] * (r["step_s"] + r.get("data_s", 0.0))
+        seconds = epochs * per_epoch + r.get("one_off_s", 0.0) + r.get("load_s", 0.0)
+        out.append(Prediction(dict(cfg), r["samples_per_s"], ratio, planned,
+                              epochs, seconds, base_time / seconds if seconds > 0 else math.nan))
+    return sorted(out, key=lambda p: p.predicted_time_s)
+
+
+def describe(predictions: list[Prediction], baseline: dict, knobs: list[str],
+             shown: int = 5) -> list[str]:
+    noise = [b for _, b in baseline.get("noise") or []] or [baseline.get("noise_scale")]
+    how = f"no noise scale measured: epochs follow the batch by its {FALLBACK}"
+    if noise[-1] is not None and math.isfinite(noise[-1]):
+        how = "gradient noise scale " + " -> ".join(f"{b:,.0f}" for b in noise) + \
+            " along the baseline"
+    lines = [f"predict: time to the baseline's accuracy for {len(predictions)} configurations "
+             f"({how}, baseline batch {baseline['config'].get('batch_size')})"]
+    for p in predictions[:shown]:
+        what = " ".join(f"{k}={p.trial_config[k]}" for k in knobs if k in p.trial_config)
+        lines.append(f"  {what}  {p.samples_per_s:,.0f} samples/s, {p.predicted_epochs} of "
+                     f"{p.planned_epochs} epochs: {p.predicted_time_s:.1f} s "
+                     f"({p.predicted_speedup:.2f}x)")
+    return lines

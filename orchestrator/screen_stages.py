@@ -1,0 +1,216 @@
+"""The stages of strategy 'screen': screen -> predict -> confirm, between the baseline and finish.
+
+    screen   time every combination of the space's choices for a few steps (samples/s, peak
+             memory; what cannot run is found here, in seconds); then the speed-only switches,
+             one at a time, for the few candidates predicted fastest (orchestrator/screening.py)
+    predict  each candidate's time to the baseline's accuracy, from its step time, the
+             baseline's learning curve and its gradient noise scale (orchestrator/predict.py)
+    confirm  train the fastest predicted to the target, in order, each stopped once decided
+             (reached it; or slower than the baseline or than one that reached it), until the
+             next prediction cannot beat what was measured (orchestrator/tuning.Confirmations)
+
+What an earlier search on the same workload and data measured is reused (orchestrator/
+knowledge.py): its screens on this machine kind, its confirmed results; a configuration it could
+not run or bring to the target is not tried again. Each stage writes its result to the search
+folder (screen.json, predictions.json), so a resumed search reads it back instead of measuring
+again.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+from orchestrator import predict as predictor
+from orchestrator import screening
+from orchestrator.knowledge import CONFIRM, SCREEN, SEARCH, Knowledge, machine_kind
+from orchestrator.records import Role, TrialRecord
+from orchestrator.stopper import TargetStopper
+from orchestrator.tracking.datasets import dataset_record
+from orchestrator.trial_book import config_key
+from orchestrator.tuning import Confirmations, TuneRun, trainable
+from trainables.status import TrialStatus, traits
+from trainables.trial.trainable import reuse_actors
+
+# Candidates whose switches (channels_last, ...) are timed after the first screen.
+REFINED = 3
+# A prediction may be this much too slow: a candidate predicted at most 1/SLACK times a
+# measured time to the target is still worth confirming.
+SLACK = 0.75
+
+
+class ScreenStages:
+    """The three stages, run by a `Search` (orchestrator/search.py), whose state they read."""
+
+    def __init__(self, search):
+        self.search = search
+        self.results: list[dict] = []
+        self.predictions: list[predictor.Prediction] = []
+        self.earlier: list[TrialRecord] = []
+        """Confirmed results of earlier searches this one reuses (leaderboard rows)."""
+        self._knowledge: Knowledge | None = None
+
+    @property
+    def knowledge(self) -> Knowledge:
+        if self._knowledge is None:
+            s = self.search
+            p = s.prepared
+            gpu = None
+            if p.plan.use_gpu:
+                import torch
+
+                gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "GPU"
+            self._knowledge = Knowledge.load(s.spec.output_dir, s.spec.workload,
+                                             dataset_record(p.data).digest,
+                                             machine_kind(p.plan.cpus_per_trial, gpu))
+        return self._knowledge
+
+    def header(self) -> str | None:
+        """The header's line on what earlier searches this one starts from."""
+        earlier = self.knowledge.searches()
+        if not earlier:
+            return None
+        screens = sum(e["kind"] == SCREEN and e["machine"] == self.knowledge.machine
+                      for e in self.knowledge.entries)
+        confirms = sum(e["kind"] == CONFIRM for e in self.knowledge.entries)
+        return (f"learning from {len(earlier)} earlier search(es) on this workload and data "
+                f"({self.knowledge.path}): {screens} screens on this machine kind, "
+                f"{confirms} confirmed configurations")
+
+    # -- screen -------------------------------------------------------------------------------
+    def screen(self) -> None:
+        s, started = self.search, time.time()
+        p = s.prepared
+        configs = screening.candidates(p.searched, p.base)
+        results, reused = self._timed(configs)
+        pinned = set(s.spec.base) | set(p.searched)
+        if s.spec.profile != "off":  # then the switches, for the few predicted fastest
+            ranked = predictor.predict(screening.runnable(results), s.baseline, s.objective.target)
+            variants = [v for pred in ranked[:REFINED] for v in screening.switch_variants(
+                pred.config, p.data.meta(), p.plan.use_gpu, pinned)]
+            more, more_reused = self._timed(variants)
+            results, reused = results + more, reused + more_reused
+        self.results = results
+        s.folder.screen.write_text(json.dumps(results, indent=2, default=str))
+        print(screening.describe(results, time.time() - started, reused), file=s.out,
+              flush=True)
+
+    def _timed(self, configs: list[dict]) -> tuple[list[dict], int]:
+        """Screen results of `configs`: an earlier search's on this machine kind, else timed."""
+        s = self.search
+        p = s.prepared
+        known = [self.knowledge.screened(c) for c in configs]
+        todo = [c for c, k in zip(configs, known) if k is None]
+        fresh = iter(screening.run_screen(
+            todo, meta=p.data.meta(), n_train=len(p.data.x_train), datasets=s._datasets(),
+            plan=p.plan, model_builder=s.spec.resolved_model()) if todo else [])
+        results = []
+        for k in known:
+            if k is None:
+                k = next(fresh)
+                self.knowledge.add(SCREEN, result=k)
+            results.append(k)
+        return results, len(configs) - len(todo)
+
+    def read_screen(self) -> None:
+        self.results = json.loads(self.search.folder.screen.read_text())
+
+    # -- predict ------------------------------------------------------------------------------
+    def predict(self) -> None:
+        s = self.search
+        self.predictions = predictor.predict(screening.runnable(self.results), s.baseline,
+                                             s.objective.target)
+        s.folder.predictions.write_text(json.dumps([p.to_dict() for p in self.predictions],
+                                                   indent=2, default=str))
+        for line in predictor.describe(self.predictions, s.baseline, self.knobs):
+            print(line, file=s.out, flush=True)
+
+    def read_predictions(self) -> None:
+        self.predictions = [predictor.Prediction(**p) for p in
+                            json.loads(self.search.folder.predictions.read_text())]
+
+    @property
+    def knobs(self) -> list[str]:
+        """What tells one candidate from another: the searched knobs, the switches the screen
+        varied, the planned epochs."""
+        varied = [k for k in screening.SWITCHES
+                  if len({r["config"].get(k) for r in self.results}) > 1]
+        return [*self.search.prepared.searched, *varied, "epochs"]
+
+    def trial_knobs(self, prediction: predictor.Prediction) -> dict:
+        config = prediction.trial_config
+        return {k: config[k] for k in self.knobs if k in config}
+
+    # -- confirm ------------------------------------------------------------------------------
+    def confirm(self) -> None:
+        s = self.search
+        target = s.objective.target
+        stopper = TargetStopper(s.objective, curve=s.baseline.get("curve"))
+        todo, skipped = [], 0
+        for pred in self.predictions:
+            if not pred.predicted_speedup > 1.0:
+                continue  # predicted no faster than the baseline: not worth a trial
+            earlier = self.knowledge.confirmed(pred.trial_config, target)
+            if earlier is None:
+                todo.append(pred)
+            elif earlier.get("time_to_target_s") is not None:
+                self.earlier.append(_earlier_record(earlier, self.trial_knobs(pred)))
+                stopper.best_s = min(stopper.best_s or float("inf"),
+                                     earlier["time_to_target_s"])
+            else:
+                skipped += 1  # failed, or could not reach a target this low: never retried
+        done = s.book.finished(Role.TRIAL)  # confirmed before a resume: not run again
+        ran = {config_key(r.knobs) for r in done}
+        todo = [p for p in todo if config_key(self.trial_knobs(p)) not in ran]
+        for rec in done:
+            _tighten(stopper, rec)
+        if skipped:
+            print(f"confirm: {skipped} configuration(s) skipped: an earlier search could not "
+                  "run them or bring them to this target", file=s.out, flush=True)
+        planned = min(s.spec.num_trials - len(done), len(todo))
+        if planned <= 0:
+            return
+        ctx = s._trial_context(s.prepared.base, s.objective, (), None)
+        s.book.stop_reasons = stopper.stopped
+        s.book.begin(Role.TRIAL, s.spec.num_trials, s.spec.epochs, predictions={
+            config_key(self.trial_knobs(p)): p.to_dict() for p in todo})
+        searcher = Confirmations([self.trial_knobs(p) for p in todo],
+                                 [p.predicted_time_s for p in todo], lambda: stopper.best_s,
+                                 SLACK, lambda: stopper.lagged)
+        workers = [int(p.config.get("workers", 1)) for p in todo]
+        s._fit(TuneRun(trainable(ctx, s._datasets()), {}, num_samples=planned,
+                       max_concurrent=s.prepared.plan.max_concurrent_trials,
+                       reuse_actors=reuse_actors(workers, s.spec.always_use_worker_group),
+                       searcher=searcher, stopper=stopper, time_budget_s=s.spec.time_budget_s))
+        for rec in s.book.finished(Role.TRIAL):
+            if config_key(rec.knobs) not in ran:
+                self._remember(rec, target)
+
+    def _remember(self, rec: TrialRecord, target: float) -> None:
+        reached = rec.metrics.get("time_to_target_s")
+        self.knowledge.add(CONFIRM, config={**self.search.prepared.base, **rec.knobs},
+                           knobs=rec.knobs,
+                           target=target, status=str(rec.status), trial_id=rec.trial_id,
+                           time_to_target_s=reached if reached == reached else None,
+                           val_score=rec.metrics.get("val_score"), curve=rec.curve,
+                           search=str(self.search.folder.root))
+
+    def remember_search(self) -> None:
+        self.knowledge.add(SEARCH, folder=str(self.search.folder.root), time=time.time())
+
+
+def _tighten(stopper: TargetStopper, rec: TrialRecord) -> None:
+    reached = rec.metrics.get("time_to_target_s")
+    if traits(rec.status).rankable and reached is not None and reached == reached:
+        stopper.best_s = min(stopper.best_s or float("inf"), reached)
+
+
+def _earlier_record(entry: dict, knobs: dict) -> TrialRecord:
+    """An earlier search's confirmed result, as a leaderboard row of this one."""
+    metrics = {"time_to_target_s": entry["time_to_target_s"],
+               "train_time_s": entry["time_to_target_s"],
+               "val_score": entry.get("val_score") or float("nan"),
+               "objective": -entry["time_to_target_s"]}
+    return TrialRecord(entry.get("trial_id", "earlier"), 0, knobs, 0.0, 0.0,
+                       TrialStatus(entry["status"]), reason=f"confirmed by {entry['search']}",
+                       metrics=metrics, role=Role.EARLIER, curve=entry.get("curve") or [])

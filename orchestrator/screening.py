@@ -1,0 +1,124 @@
+"""The screen stage, driver side: which candidates to time, and where to time them.
+
+Candidates are every combination of the searched knobs' choices, laid over the fixed settings.
+Speed-only switches (channels_last, compile, cuDNN benchmark) are not multiplied in: the
+profile's rule applies (trainables/loop/profile.py), the config's own value first, and the
+switches are timed one at a time, afterwards, for the candidates the prediction ranks first
+(`switch_variants`), so a switch costs a few timings instead of doubling the screen.
+
+Each worker count is one Ray job: one-worker candidates in a Ray task holding a trial's
+resources, wider ones in a TorchTrainer worker group of that width (its start-up paid once).
+A group that fails marks its candidates `failed`; an earlier search's timings on the same
+machine kind are taken, not measured again (orchestrator/knowledge.py).
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+from search_spaces import domain_values
+from trainables.config import TrialConfig
+from trainables.status import TrialStatus, status_of
+
+# Speed-only switches and the values a screen tries beside the config's own (per device kind).
+SWITCHES = {"channels_last": [False, True]}
+
+
+def candidates(searched: dict[str, Any], base: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every combination of the searched knobs' choices, as full trial settings. A continuous
+    domain cannot be enumerated: that is a refusal, raised before any work."""
+    names = list(searched)
+    choices = []
+    for name in names:
+        values = domain_values(searched[name])
+        if not hasattr(searched[name], "categories"):
+            raise ValueError(f"strategy 'screen' times every combination of the space's "
+                             f"choices, but {name!r} is continuous ({searched[name]}); give "
+                             f"it a list of values, or use strategy 'tune'")
+        choices.append(values)
+    return [{**base, **dict(zip(names, combo))} for combo in itertools.product(*choices)]
+
+
+def knobs_of(config: dict[str, Any], names: list[str]) -> dict[str, Any]:
+    return {k: config.get(k) for k in names}
+
+
+def switch_variants(config: dict[str, Any], meta, use_gpu: bool,
+                    pinned: set[str]) -> list[dict[str, Any]]:
+    """The config with each speed-only switch flipped (one at a time), where it can matter."""
+    out = []
+    resolved = TrialConfig.from_dict(config)  # the value a trial would run with
+    for switch, values in SWITCHES.items():
+        if switch in pinned or meta.spatial_dims not in (2, 3):
+            continue
+        out += [{**config, switch: v} for v in values if v != getattr(resolved, switch)]
+    return out
+
+
+def run_screen(configs: list[dict[str, Any]], *, meta, n_train: int, datasets: dict,
+               plan, model_builder) -> list[dict]:
+    """Time `configs` (grouped by worker count); one result per config, in order."""
+    from trainables.trial.screen import ScreenPlan
+
+    by_workers: dict[int, list[dict]] = {}
+    for cfg in configs:
+        by_workers.setdefault(int(cfg.get("workers", 1)), []).append(cfg)
+    results: dict[int, dict] = {}
+    for workers, group in sorted(by_workers.items()):
+        screen_plan = ScreenPlan(candidates=group, meta=meta, n_train=n_train,
+                                 threads=plan.threads(workers), model_builder=model_builder)
+        try:
+            found = _in_process(screen_plan, datasets, plan) if workers == 1 else \
+                _in_group(screen_plan, datasets, plan, workers)
+        except Exception as err:  # noqa: BLE001 - the group's end is its candidates' result
+            outcome = status_of(err)
+            found = [{"config": c, "status": str(outcome.status), "reason": outcome.reason}
+                     for c in group]
+        for cfg, result in zip(group, found):
+            results[id(cfg)] = result
+    return [results[id(cfg)] for cfg in configs]
+
+
+def _in_process(screen_plan, datasets: dict, plan) -> list[dict]:
+    import ray
+
+    from trainables.trial.screen import screen_in_process
+
+    bundle = plan.in_process()
+    task = ray.remote(screen_in_process).options(
+        num_cpus=bundle["CPU"], num_gpus=bundle.get("GPU", 0), max_retries=0)
+    return ray.get(task.remote(screen_plan, datasets, plan.use_gpu))
+
+
+def _in_group(screen_plan, datasets: dict, plan, workers: int) -> list[dict]:
+    import ray.train
+    from ray.train.torch import TorchConfig, TorchTrainer
+
+    from trainables.data.pipeline import data_config
+    from trainables.trial.screen import screen_loop_per_worker
+
+    trainer = TorchTrainer(
+        screen_loop_per_worker, train_loop_config={"plan": screen_plan},
+        torch_config=TorchConfig(backend="nccl" if plan.use_gpu else "gloo"),
+        scaling_config=ray.train.ScalingConfig(num_workers=workers, use_gpu=plan.use_gpu,
+                                               resources_per_worker=plan.worker(workers)),
+        datasets={"train": datasets["train"]}, dataset_config=data_config(),
+        run_config=ray.train.RunConfig(failure_config=ray.train.FailureConfig(max_failures=0)))
+    return trainer.fit().return_value
+
+
+def describe(results: list[dict], seconds: float, reused: int = 0) -> str:
+    """'screen: 16 configurations in 12.3 s (4 known from earlier searches): 15 run, 1
+    infeasible'."""
+    counts: dict[str, int] = {}
+    for r in results:
+        word = "run" if r["status"] == TrialStatus.COMPLETED else r["status"]
+        counts[word] = counts.get(word, 0) + 1
+    parts = ", ".join(f"{n} {w}" for w, n in sorted(counts.items(), key=lambda kv: -kv[1]))
+    known = f" ({reused} known from earlier searches)" if reused else ""
+    return f"screen: {len(results)} configurations timed in {seconds:.1f} s{known}: {parts}"
+
+
+def runnable(results: list[dict]) -> list[dict]:
+    return [r for r in results if r["status"] == TrialStatus.COMPLETED]

@@ -1,0 +1,149 @@
+"""The parts of strategy 'screen' that need no Ray: candidates, predictions, what earlier searches
+left, the confirmations' order and stop, the stopper's bound, the economics."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from ray import tune
+
+from orchestrator.knowledge import CONFIRM, SCREEN, Knowledge
+from orchestrator.objective import MatchBaselineObjective
+from orchestrator.predict import predict
+from orchestrator.report import economics
+from orchestrator.screening import candidates, switch_variants
+from orchestrator.stopper import TargetStopper
+from orchestrator.tuning import Confirmations
+from trainables.data.arrays import DataMeta
+
+BASELINE = {"config": {"batch_size": 32}, "epochs": 10, "val_score": 0.80,
+            "train_time_s": 100.0, "noise_scale": 96.0,
+            # reaches the target (0.795) at epoch 9 of 10
+            "curve": [[e, min(0.80, 0.53 + 0.03 * e), 10.0 * e] for e in range(1, 11)]}
+
+
+def _screened(batch: int, step_s: float, width: float = 1.0) -> dict:
+    steps = 960 // batch
+    return {"config": {"batch_size": batch, "width": width, "epochs": 10}, "status": "completed",
+            "step_s": step_s, "one_off_s": 0.5, "steps_per_epoch": steps,
+            "samples_per_s": batch / step_s}
+
+
+def test_candidates_are_every_combination_and_a_continuous_knob_is_refused():
+    space = {"batch_size": tune.choice([32, 64]), "width": tune.choice([0.5, 1.0, 2.0])}
+    found = candidates(space, {"lr": 0.01})
+    assert len(found) == 6 and all(c["lr"] == 0.01 for c in found)
+    assert {(c["batch_size"], c["width"]) for c in found} == {
+        (b, w) for b in (32, 64) for w in (0.5, 1.0, 2.0)}
+    with pytest.raises(ValueError, match="'lr' is continuous"):
+        candidates({"lr": tune.loguniform(1e-3, 1e-1)}, {})
+
+
+def test_switch_variants_flip_one_switch_where_it_can_matter():
+    image, signal = DataMeta(1, 3, spatial_dims=2), DataMeta(1, 3, spatial_dims=1)
+    cfg = {"batch_size": 64, "channels_last": False}
+    assert switch_variants(cfg, image, False, set()) == [{**cfg, "channels_last": True}]
+    # A config that leaves it unset runs with the default (False): only True is new.
+    assert switch_variants({"batch_size": 64}, image, False, set()) == [
+        {"batch_size": 64, "channels_last": True}]
+    assert switch_variants(cfg, signal, False, set()) == []  # no channels-last layout
+    assert switch_variants(cfg, image, False, {"channels_last"}) == []  # the user's value wins
+
+
+def test_a_bigger_batch_is_planned_longer_by_the_noise_scale():
+    preds = predict([_screened(32, 0.010), _screened(128, 0.020)], BASELINE, target=0.795)
+    by_batch = {p.config["batch_size"]: p for p in preds}
+    same, big = by_batch[32], by_batch[128]
+    assert (same.epochs_ratio, same.planned_epochs, same.predicted_epochs) == (1.0, 10, 9)
+    ratio = (1 + 128 / 96) / (1 + 32 / 96)  # McCandlish: E(b) / E(b0)
+    assert big.epochs_ratio == pytest.approx(ratio)
+    assert big.planned_epochs == math.ceil(10 * ratio)
+    assert big.predicted_epochs == math.ceil(big.planned_epochs * 9 / 10)
+    # time = epochs to target x steps per epoch x step time, plus the one-off warm-up
+    assert big.predicted_time_s == pytest.approx(big.predicted_epochs * 7 * 0.020 + 0.5)
+    assert preds[0] is big and big.trial_config["epochs"] == big.planned_epochs  # fastest first
+    assert big.predicted_speedup == pytest.approx(90.0 / big.predicted_time_s)  # time to 0.795
+
+
+def test_without_a_noise_scale_epochs_follow_the_square_root_of_the_batch():
+    recorded = {**BASELINE, "noise_scale": math.nan}
+    (pred,) = predict([_screened(128, 0.020)], recorded, target=0.795)
+    assert pred.epochs_ratio == pytest.approx(2.0)
+
+
+def test_confirmations_go_in_order_and_stop_once_the_rest_cannot_win():
+    best = [None]
+    searcher = Confirmations([{"b": 1}, {"b": 2}, {"b": 3}], [10.0, 12.0, 30.0],
+                             lambda: best[0], slack=0.75)
+    assert searcher.suggest("t1") == {"b": 1}
+    best[0] = 11.0  # the first reached the target in 11 s
+    assert searcher.suggest("t2") == {"b": 2}  # 12 s predicted: within the slack, worth it
+    assert searcher.suggest("t3") == "FINISHED"  # 30 s x 0.75 > 11 s: cannot win
+
+
+def test_the_stopper_cuts_a_trial_slower_than_one_that_reached_the_target():
+    objective = MatchBaselineObjective(tolerance=0.01, baseline_score=0.8, baseline_s=100.0)
+    stopper = TargetStopper(objective)
+    assert stopper("fast", {"status": "running", "train_time_s": 30.0,
+                            "time_to_target_s": 30.0, "epoch": 3})
+    assert not stopper("slow", {"status": "running", "train_time_s": 20.0,
+                                "time_to_target_s": math.nan})
+    assert stopper("slow", {"status": "running", "train_time_s": 31.0,
+                            "time_to_target_s": math.nan})
+    status, reason = stopper.stopped["slow"]
+    assert status == "pruned" and reason.startswith("slower than the fastest trial")
+
+
+def test_knowledge_reuses_timings_on_the_same_machine_and_never_retries_a_failure(tmp_path):
+    cfg = {"batch_size": 64, "epochs": 12}
+    here = Knowledge.load(tmp_path, "classifier", "abc123", machine="cpu-a")
+    here.add(SCREEN, result={"config": cfg, "status": "completed", "step_s": 0.01})
+    here.add(CONFIRM, config=cfg, target=0.80, status="early_stopped", time_to_target_s=20.0)
+    failed = {**cfg, "batch_size": 512}
+    here.add(CONFIRM, config=failed, target=0.80, status="pruned", time_to_target_s=None)
+    again = Knowledge.load(tmp_path, "classifier", "abc123", machine="cpu-a")
+    assert again.screened(cfg)["step_s"] == 0.01
+    assert again.confirmed(cfg, 0.79)["time_to_target_s"] == 20.0  # reached 0.80 >= 0.79
+    assert again.confirmed(cfg, 0.81) is None  # a higher target: not settled
+    assert again.confirmed(failed, 0.81)["status"] == "pruned"  # missed 0.80: 0.81 too
+    assert again.confirmed(failed, 0.79) is None  # a lower target may be reached
+    elsewhere = Knowledge.load(tmp_path, "classifier", "abc123", machine="gpu-b")
+    assert elsewhere.screened(cfg) is None and elsewhere.confirmed(cfg, 0.79) is None
+    other_data = Knowledge.load(tmp_path, "classifier", "fff", machine="cpu-a")
+    assert other_data.entries == []
+
+
+def test_economics_say_cost_payback_and_prediction_error():
+    record = {"val_score": 0.80, "train_time_s": 100.0}
+    best = {"val_score": 0.797, "speedup_vs_baseline": 4.0}
+    errors = [{"trial_id": "a", "predicted_s": 22.0, "measured_s": 25.0, "error": -0.12}]
+    lines, metrics = economics(best, record, 100.0, search_cost_s=150.0, errors=errors)
+    assert metrics["search_cost_baseline_runs"] == pytest.approx(1.5)
+    assert metrics["payback_runs"] == pytest.approx(150.0 / 75.0)
+    assert metrics["prediction_error"] == pytest.approx(0.12)
+    assert lines[0] == "best: 4.00x faster than baseline (0.797 vs 0.800)"
+    assert any("22.0 s predicted, 25.0 s to the target (-12%)" in line for line in lines)
+    assert economics(best, None, None, 150.0, []) == ([], {})
+
+
+def test_a_trial_behind_the_baselines_learning_curve_is_cut_and_its_learning_group_skipped():
+    objective = MatchBaselineObjective(tolerance=0.01, baseline_score=0.8, baseline_s=100.0)
+    stopper = TargetStopper(objective, curve=BASELINE["curve"])  # 0.56 ... 0.80 over 10 epochs
+
+    def report(trial, epoch, score, planned=20):
+        return stopper(trial, {"status": "running", "epoch": epoch, "epochs_planned": planned,
+                               "val_score": score, "train_time_s": float(epoch),
+                               "time_to_target_s": math.nan})
+
+    assert not report("thin", 8, 0.40)  # 40% of its schedule: the lr is high, not judged yet
+    assert not report("wide", 12, 0.71)  # 60%: the baseline had 0.71 there
+    assert not report("close", 12, 0.67)  # 0.04 behind: within the lag
+    assert report("thin", 12, 0.60)  # 60%: 0.11 behind the baseline
+    assert stopper.lagged == {"thin"} and stopper.stopped["thin"][1].startswith("behind")
+    # The next configuration with the thin model's learning knobs is not tried.
+    searcher = Confirmations([{"width": 0.5, "batch_size": 64}, {"width": 0.5, "batch_size": 32},
+                              {"width": 1.0, "batch_size": 32}], [5.0, 6.0, 7.0],
+                             lambda: None, lagged=lambda: stopper.lagged)
+    assert searcher.suggest("thin") == {"width": 0.5, "batch_size": 64}
+    assert searcher.suggest("next") == {"width": 1.0, "batch_size": 32}

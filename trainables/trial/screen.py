@@ -1,0 +1,131 @@
+"""The screen: a few timed training steps of every candidate configuration, no training.
+
+What a configuration's training run costs per epoch is mostly a property of its step: its
+precision, batch, workers, model width, patch and the speed-only switches. A few steps measure
+that as well as a full trial would, in seconds: steady samples/s and peak memory per candidate,
+and the candidates that cannot run at all (out of memory, no optimizer step in its data, a
+worker group that fails) are found here and never get a trial.
+
+Candidates with the same worker count are screened together in one process, or one Ray Train
+worker group, so its start-up is paid once per worker count: `screen_in_process` (one worker,
+a Ray task) and `screen_loop_per_worker` (a TorchTrainer's workers, DDP as in training, so the
+timing includes the gradient all-reduce). Each candidate is timed on a fresh model (thrown away
+after) on one batch of the training shard; `trainables.loop.profile.StepTimer` does the timing.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from trainables.config import TrialConfig
+from trainables.data.arrays import DataMeta
+from trainables.data.pipeline import ShardFeed
+from trainables.loop.io import LoopIO, identity
+from trainables.loop.profile import StepTimer
+from trainables.models import ModelBuilder
+from trainables.status import TrialStatus, status_of
+
+
+@dataclass(frozen=True)
+class ScreenPlan:
+    candidates: list[dict[str, Any]]
+    """Full trial settings of each candidate (TrialConfig fields), one worker count for all."""
+    meta: DataMeta
+    n_train: int
+    threads: int
+    model_builder: ModelBuilder | None = None
+
+
+def _result(cfg: dict, status: TrialStatus, **values) -> dict:
+    return {"config": cfg, "status": str(status), **values}
+
+
+def screen(plan: ScreenPlan, train_shard, device: torch.device, world: int = 1, rank: int = 0,
+           all_reduce=identity, wrap_model=identity) -> list[dict]:
+    """Time every candidate; a result per candidate: its config, `status` (completed, or why it
+    cannot run: infeasible, failed), `samples_per_s` (global), `step_s`, `peak_mb`,
+    `steps_per_epoch`."""
+    torch.set_num_threads(plan.threads)
+    results = []
+    feeds: dict[int, Any] = {}
+    for values in plan.candidates:
+        cfg = TrialConfig.from_dict(values)
+        batch = cfg.per_worker_batch
+        steps = plan.n_train // world // batch // cfg.accum_steps
+        if steps == 0:
+            results.append(_result(values, TrialStatus.INFEASIBLE, reason=(
+                f"no optimizer step: {plan.n_train} samples over {world} worker(s) at batch "
+                f"{cfg.batch_size} x {cfg.accum_steps} accumulation")))
+            continue
+        try:
+            if batch not in feeds:  # one read of the shard per batch size
+                feeds[batch] = _feed(train_shard, batch, device, cfg.seed, rank)
+            io = LoopIO(train_batches=lambda epoch: iter(()), val_batches=lambda: iter(()),
+                        steps_per_epoch=steps, all_reduce=all_reduce, wrap_model=wrap_model,
+                        device=device, world_size=world, rank=rank,
+                        model_builder=plan.model_builder)
+            started = time.perf_counter()
+            first_batch, load_s, data_s = feeds[batch]
+            t = StepTimer(plan.meta, io, first_batch, data_parallel=world > 1)(cfg)
+        except Exception as err:  # noqa: BLE001 - a candidate's end is its result
+            outcome = status_of(err)
+            if world > 1:
+                raise  # the other ranks wait in a collective: the group fails as one
+            results.append(_result(values, outcome.status, reason=outcome.reason))
+            continue
+        results.append(_result(
+            values, TrialStatus.COMPLETED, step_s=t.step_s, one_off_s=t.one_off_s,
+            data_s=data_s, load_s=load_s,
+            # Each timed step is one micro-batch per worker and an optimizer step (with
+            # accumulation a run steps less often: a slight overestimate of its time).
+            samples_per_s=batch * world / t.step_s if t.step_s > 0 else float("nan"),
+            peak_mb=t.peak_mb, steps_per_epoch=steps,
+            screen_s=time.perf_counter() - started))
+    return results
+
+
+def _feed(shard, batch: int, device: torch.device, seed: int, rank: int):
+    """(a first batch, the one-off read of the shard, the feed's own seconds per batch): what a
+    trial's cached feed costs beside its steps (`ShardFeed`: the read, then indexed epochs)."""
+    feed = ShardFeed(shard, batch_size=batch, device=device, cache=True, shuffle=True,
+                     drop_last=True, seed=seed, rank=rank)
+    t0 = time.perf_counter()
+    batches = feed(0)
+    first = next(batches)
+    load_s = time.perf_counter() - t0
+    t1, n = time.perf_counter(), 0
+    for _ in batches:  # the rest of an epoch: indexing and copies, no model
+        n += 1
+    data_s = (time.perf_counter() - t1) / max(n, 1)
+    return first, load_s, data_s
+
+
+def screen_in_process(plan: ScreenPlan, datasets: dict, use_gpu: bool) -> list[dict]:
+    """One-worker candidates, screened in this (Ray task's) process."""
+    device = torch.device("cuda", 0) if use_gpu and torch.cuda.is_available() else \
+        torch.device("cpu")
+    return screen(plan, datasets["train"], device)
+
+
+def screen_loop_per_worker(config: dict) -> list[dict]:
+    """Ray Train entry point: one worker of a group screening `config["plan"]`'s candidates."""
+    import ray.train
+    import ray.train.torch
+    import torch.distributed as dist
+
+    ctx = ray.train.get_context()
+
+    def all_reduce(t: torch.Tensor) -> torch.Tensor:
+        dist.all_reduce(t)
+        return t
+
+    results = screen(config["plan"], ray.train.get_dataset_shard("train"),
+                     ray.train.torch.get_device(), world=ctx.get_world_size(),
+                     rank=ctx.get_world_rank(), all_reduce=all_reduce,
+                     wrap_model=ray.train.torch.prepare_model)
+    ray.train.report({"screened": len(results)})  # every rank reports: a barrier
+    return results if ctx.get_world_rank() == 0 else []

@@ -176,7 +176,7 @@ class ScreenStages:
             config_key(self.trial_knobs(p)): p.to_dict() for p in todo})
         searcher = Confirmations([self.trial_knobs(p) for p in todo],
                                  [p.predicted_time_s for p in todo], lambda: stopper.best_s,
-                                 SLACK, lambda: stopper.lagged)
+                                 SLACK, lambda: stopper.lagged | self._missed())
         workers = [int(p.config.get("workers", 1)) for p in todo]
         s._fit(TuneRun(trainable(ctx, s._datasets()), {}, num_samples=planned,
                        max_concurrent=s.prepared.plan.max_concurrent_trials,
@@ -185,6 +185,12 @@ class ScreenStages:
         for rec in s.book.finished(Role.TRIAL):
             if config_key(rec.knobs) not in ran:
                 self._remember(rec, target)
+
+    def _missed(self) -> set[str]:
+        """Confirmations that ran all their epochs and ended below the target: as for one cut
+        behind the baseline's curve, its learning knobs cannot reach the target here."""
+        return {r.trial_id for r in self.search.book.finished(Role.TRIAL)
+                if traits(r.status).rankable and not _reached(r)}
 
     def _remember(self, rec: TrialRecord, target: float) -> None:
         reached = rec.metrics.get("time_to_target_s")
@@ -199,10 +205,14 @@ class ScreenStages:
         self.knowledge.add(SEARCH, folder=str(self.search.folder.root), time=time.time())
 
 
-def _tighten(stopper: TargetStopper, rec: TrialRecord) -> None:
+def _reached(rec: TrialRecord) -> bool:
     reached = rec.metrics.get("time_to_target_s")
-    if traits(rec.status).rankable and reached is not None and reached == reached:
-        stopper.best_s = min(stopper.best_s or float("inf"), reached)
+    return reached is not None and reached == reached
+
+
+def _tighten(stopper: TargetStopper, rec: TrialRecord) -> None:
+    if traits(rec.status).rankable and _reached(rec):
+        stopper.best_s = min(stopper.best_s or float("inf"), rec.metrics["time_to_target_s"])
 
 
 def _earlier_record(entry: dict, knobs: dict) -> TrialRecord:

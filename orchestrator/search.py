@@ -67,8 +67,8 @@ class Search:
         self.screens = ScreenStages(self) if spec.strategy == "screen" else None
 
     def run(self) -> SearchResult:
-        """prepare -> baseline -> tune -> finish; a stage the folder records as done is read
-        back instead of run again."""
+        """prepare -> baseline -> tune (or screen -> predict -> confirm) -> finish; a stage the
+        folder records as done is read back instead of run again."""
         try:
             with Interrupts(self.out, on_stop=self._stopping) as self.interrupts:
                 self._stage("prepare", self.prepare)
@@ -134,7 +134,10 @@ class Search:
         self.tracker.start_search(
             spec.name,
             params={"objective": self.objective.formula, "num_trials": spec.num_trials,
-                    "epochs": spec.epochs, "data": p.data.source, "seed": spec.seed},
+                    "epochs": spec.epochs, "data": p.data.source, "seed": spec.seed,
+                    "strategy": spec.strategy,
+                    **({"learned_from": json.dumps(self.screens.knowledge.searches())}
+                       if self.screens else {})},
             artifacts={"spec.yaml": yaml.safe_dump(spec.to_dict(), sort_keys=False),
                        "search_space.json": json.dumps(describe_space(p.searched), indent=2)},
             parent_run_id=previous.get("parent_run_id"), dataset=dataset_record(p.data))

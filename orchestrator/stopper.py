@@ -27,6 +27,14 @@ LAG = 0.05
 LAG_FROM = 0.5
 
 
+def allowed_lag(point: float, tolerance: float) -> float:
+    """LAG at LAG_FROM of the schedule, shrinking to the objective's tolerance at its end: a
+    trial must end within the tolerance of the baseline's score, so the lag it may have narrows
+    as its epochs run out."""
+    left = max(0.0, 1.0 - point) / (1.0 - LAG_FROM)
+    return tolerance + (LAG - tolerance) * min(1.0, left)
+
+
 def _at(curve: list[tuple[float, float]], point: float) -> float:
     """The curve's score at `point` (a fraction of its schedule), linearly interpolated."""
     previous = (0.0, curve[0][1])
@@ -54,7 +62,10 @@ class TargetStopper(Stopper):
         self.stopped: dict[str, tuple[TrialStatus, str]] = {}
         self.best_s: float | None = None
         """The fastest time to the target a trial has reached: no trial slower than it can win."""
-        self.curve = [(e / len(curve), score) for e, score, _ in curve] if curve else []
+        # Its best score so far at each point of its schedule (a monotone envelope: one bad
+        # validation must not lower the bar).
+        self.curve = [(e / len(curve), max(s for _, s, _ in curve[:i + 1]))
+                      for i, (e, _, _) in enumerate(curve)] if curve else []
         self.lagged: set[str] = set()
         """Trials cut because they fell behind the baseline's learning curve."""
         self._best_score: dict[str, float] = {}
@@ -88,9 +99,10 @@ class TargetStopper(Stopper):
 
     def _behind(self, trial_id: str, result: dict) -> bool:
         """Cut a trial whose best score, at a point of its own schedule (epoch / planned epochs,
-        from LAG_FROM on: after the warm-up), is more than LAG below the baseline's score at the
-        same point of its schedule: it learns less than the baseline did, and its remaining
-        epochs would be spent on a configuration that cannot reach the baseline's accuracy."""
+        from LAG_FROM on: after the warm-up), is further below the baseline's best score at the
+        same point of its schedule than `allowed_lag` lets it be: it learns less than the
+        baseline did, and its remaining epochs would be spent on a configuration that cannot
+        reach the baseline's accuracy."""
         score = result.get("val_score")
         if not self.curve or not _finite(score):
             return False
@@ -100,7 +112,7 @@ class TargetStopper(Stopper):
         if point < LAG_FROM or point >= 1.0:
             return False
         expected = _at(self.curve, point)
-        if best >= expected - LAG:
+        if best >= expected - allowed_lag(point, getattr(self.objective, "tolerance", 0.0)):
             return False
         self.lagged.add(trial_id)
         self.stopped[trial_id] = (

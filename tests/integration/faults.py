@@ -121,3 +121,22 @@ def slow_classifier(cfg, meta):
 
     model.register_forward_pre_hook(wait)
     return model
+
+
+OOM_BATCH = 64
+"""Training batches at least this large run out of memory (`ooms_at_big_batch`)."""
+
+
+def ooms_at_big_batch(cfg, meta):
+    """The classifier; a training forward on OOM_BATCH samples or more raises CUDA's
+    out-of-memory error, as a batch too big for the device does."""
+    import torch
+
+    model = build_classifier(cfg, meta)
+
+    def out_of_memory(module, args):
+        if module.training and args[0].shape[0] >= OOM_BATCH:
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 8.00 GiB")
+
+    model.register_forward_pre_hook(out_of_memory)
+    return model

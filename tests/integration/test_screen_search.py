@@ -1,0 +1,81 @@
+"""Strategy 'screen' end to end on a local Ray (issue 21): the baseline's noise scale, a screen of
+every combination (what cannot run found there, in seconds, and never trained), predictions
+recorded with the trials they led to, the economics on the parent run, and a second search on
+the same data that starts from the first one's measurements."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+from mlflow.tracking import MlflowClient
+
+from orchestrator import SearchSpec, run_search
+
+pytestmark = pytest.mark.integration
+
+
+def _spec(tmp_path: Path, data: str, name: str, **changes) -> SearchSpec:
+    options = dict(
+        name=name, data=data, num_trials=3, seed=0, strategy="screen",
+        objective="match_baseline", full_epochs=4, tolerance=0.05,
+        # batch 64 runs out of memory at its first step (tests/integration/faults.py)
+        space={"batch_size": [16, 32, 64], "width": [0.25, 0.5]},
+        base={"patch_size": 12, "lr": 0.01, "loader_workers": 0,
+              "workload": "tests.integration.faults:ooms_at_big_batch"},
+        output_dir=str(tmp_path / "runs"), tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
+    return SearchSpec(**{**options, **changes})
+
+
+def test_screen_predict_confirm_then_a_second_search_starts_from_the_first(
+        ray_session, tmp_path):
+    from tests.conftest import make_npz
+
+    data = make_npz(tmp_path / "tiny.npz", n=480, n_val=120)
+    out = io.StringIO()
+    first = run_search(_spec(tmp_path, data, "first"), out=out)
+    printed = out.getvalue()
+    folder = Path(first.output_dir)
+
+    # The baseline measured its gradient noise scale along its run.
+    assert [e for e, _ in first.baseline["noise"]] and first.baseline["epochs"] == 4
+    # The screen timed every combination (and a switch for the fastest); what cannot run was
+    # found there and never got a trial.
+    screened = json.loads((folder / "screen.json").read_text())
+    assert len(screened) >= 6
+    big = [r for r in screened if r["config"]["batch_size"] == 64]
+    assert big and {r["status"] for r in big} == {"infeasible"}
+    assert all("out of memory" in r["reason"] for r in big)
+    ran = [r for r in screened if r["status"] == "completed"]
+    assert ran and all(r["samples_per_s"] > 0 and r["peak_mb"] > 0 for r in ran)
+    predictions = json.loads((folder / "predictions.json").read_text())
+    assert predictions and 64 not in {p["config"]["batch_size"] for p in predictions}
+    trials = first.trials[first.trials["role"] == "trial"]
+    assert len(trials) >= 1 and 64 not in set(trials["batch_size"])
+    # Each trial carries the prediction it was run on.
+    assert trials["predicted_time_to_target_s"].notna().all()
+    assert "screen:" in printed and "predict:" in printed
+
+    # The economics are printed and on the parent run.
+    assert any(line.startswith("search cost") and "baseline runs" in line
+               for line in first.notes)
+    client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    parent = client.get_run(first.parent_run_id)
+    assert parent.data.metrics["search_cost_baseline_runs"] > 0
+    artifacts = {a.path for a in client.list_artifacts(first.parent_run_id)}
+    assert {"screen.json", "predictions.json", "baseline.json"} <= artifacts
+
+    # A second search on the same workload and data, against the first one's baseline: it
+    # says what it learns from, times nothing again, and retries nothing the first settled.
+    out = io.StringIO()
+    second = run_search(_spec(tmp_path, data, "second",
+                              baseline=str(folder / "baseline.json")), out=out)
+    printed = out.getvalue()
+    assert "learning from 1 earlier search(es)" in printed
+    assert f"({len(screened)} known from earlier searches)" in printed
+    again = second.trials[second.trials["role"] == "trial"]
+    first_keys = {tuple(r) for r in trials[["batch_size", "width", "epochs"]].values}
+    assert not {tuple(r) for r in again[["batch_size", "width", "epochs"]].values} & first_keys
+    assert len(second.trials[second.trials["role"] == "earlier"]) + len(again) >= 1

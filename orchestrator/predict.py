@@ -111,7 +111,7 @@ def describe(predictions: list[Prediction], baseline: dict, knobs: list[str],
     lines = [f"predict: time to the baseline's accuracy for {len(predictions)} configurations "
              f"({how}, baseline batch {baseline['config'].get('batch_size')})"]
     for p in predictions[:shown]:
-        what = " ".join(f"{k}={p.trial_config[k]}" for k in knobs if k in p.trial_config)
+        what = " ".join(f"{k}={p.config[k]}" for k in knobs if k in p.config)
         lines.append(f"  {what}  {p.samples_per_s:,.0f} samples/s, {p.predicted_epochs} of "
                      f"{p.planned_epochs} epochs: {p.predicted_time_s:.1f} s "
                      f"({p.predicted_speedup:.2f}x)")

@@ -29,7 +29,9 @@ def trials_table(records: list[TrialRecord], knobs: list[str]) -> pd.DataFrame:
         row.update({PICK_PREFIX + k: v for k, v in rec.picks.items()})
         row.update({k: rec.metrics.get(k, math.nan) for k in LEADERBOARD_METRICS})
         row.update({k: rec.metrics[k] for k in TASK_METRICS if k in rec.metrics})
-        row["epochs"] = rec.epochs
+        row["epochs"] = rec.epochs  # trained; a trial that planned its own length says so:
+        if "epochs" in rec.knobs:
+            row["planned_epochs"] = rec.knobs["epochs"]
         row["restarts"] = int(rec.metrics.get("restarts", 0))  # resumes after a worker died
         row["trial_wall_s"] = rec.wall_s if rec.wall_s is not None else math.nan
         row["reason"] = rec.reason or ""
@@ -94,7 +96,7 @@ class SearchResult:
         knobs = (self.knobs if knobs is None else knobs) + task_columns(self.trials)
         picks = [c for c in self.trials.columns if c.startswith(PICK_PREFIX)]
         cols = ["rank", "trial_id", "status"] + (self.knobs if knobs is None else knobs) \
-            + picks + LEADERBOARD_METRICS + ["pareto", "role"]
+            + picks + ["planned_epochs"] + LEADERBOARD_METRICS + ["pareto", "role"]
         table = self.trials[[c for c in cols if c in self.trials.columns]].copy()
         table = table.dropna(axis=1, how="all")  # e.g. speedup_vs_baseline without a baseline
         return table.to_string(index=False, float_format=lambda v: f"{v:,.4g}")

@@ -131,15 +131,15 @@ class ScreenStages:
 
     @property
     def knobs(self) -> list[str]:
-        """What tells one candidate from another: the searched knobs, the switches the screen
-        varied, the planned epochs."""
+        """What tells one candidate from another: the searched knobs and the switches the
+        screen varied (and, in a trial's config, its planned epochs)."""
         varied = [k for k in screening.SWITCHES
                   if len({r["config"].get(k) for r in self.results}) > 1]
-        return [*self.search.prepared.searched, *varied, "epochs"]
+        return [*self.search.prepared.searched, *varied]
 
     def trial_knobs(self, prediction: predictor.Prediction) -> dict:
         config = prediction.trial_config
-        return {k: config[k] for k in self.knobs if k in config}
+        return {k: config[k] for k in [*self.knobs, "epochs"] if k in config}
 
     # -- confirm ------------------------------------------------------------------------------
     def confirm(self) -> None:

@@ -18,6 +18,7 @@ import os
 import time
 from dataclasses import replace
 
+from orchestrator.ray_token import private_token
 from trainables.trial.resources import ResourcePlan
 
 # Ray Train's controller polls its workers every 2 s by default; each trial then waits up to
@@ -140,8 +141,12 @@ def init_ray() -> bool:
     if ray.is_initialized():
         return False
     if os.environ.get("RAY_ADDRESS"):
+        private_token(create=False)
         ray.init(logging_level=logging.WARNING, log_to_driver=False)
         return True
+    # A new local Ray turns token authentication on and would write a missing token readable by
+    # every local user: write it private first (orchestrator/ray_token.py).
+    private_token()
     dashboard = _own_dashboard()
     with _loopback_only():
         ray.init(
@@ -159,6 +164,7 @@ def init_ray() -> bool:
             # console shows the search's own progress, one line per trial epoch.
             log_to_driver=False,
         )
+    private_token(create=False)  # whatever Ray wrote while it started: 0600 too
     return True
 
 

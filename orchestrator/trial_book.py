@@ -23,6 +23,7 @@ from orchestrator.tracking import Tracker
 from trainables.config import TrialConfig
 from trainables.loop.profile import PICK_PREFIX
 from trainables.status import REPEATABLE, TrialStatus, is_out_of_memory_text
+from trainables.trial.sampling import SYSTEM_KEY
 
 # Metrics that describe one trial's own run, not its configuration: a duplicate gets its own.
 _OWN_RUN = ("trial_wall_s", "fixed_cost_s", "profile_s")
@@ -187,6 +188,12 @@ class TrialBook(Callback):
             f"  objective {m.get('objective', float('nan')):.4f}"
         )
         self.tracker.log_epoch(rec.trial_id, rec.metrics, step=rec.epochs)
+        # What the trial's processes sampled of their own nodes, and which nodes they were.
+        # Taken out of the result: Tune keeps the last result in its experiment state.
+        system = result.pop(SYSTEM_KEY, None) or {}
+        if system.get("samples") or system.get("tags"):
+            self.tracker.log_system(rec.trial_id, system.get("samples", []),
+                                    system.get("tags", {}))
 
     def _finish(self, trial_id: str, status: TrialStatus, reason: str | None) -> None:
         rec = self.records[trial_id]

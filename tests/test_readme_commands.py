@@ -47,6 +47,10 @@ COMMANDS: dict[str, str] = {
     "orchestrator search": "quickstart",
     "orchestrator resume DIR": "resume",
     "--objective match_baseline": "own_match",
+    # docs/screen.md
+    "orchestrator search --strategy screen --objective match_baseline --full-epochs 15":
+        "screen",
+    "--baseline seeds": "screen",
     "--model module:function --data your.npz": "own_match",
     "--trials": "options",
     "--placement PACK": "options",
@@ -181,6 +185,12 @@ RUNS: dict[str, list[str]] = {
                   "--tolerance", "0.05", "--full-epochs", "1", "--lr-scaling", "sqrt",
                   "--rerun-duplicates", "--profile", "on", *TINY],
     "check": ["search", "--check", "--data", "{npz}", "--name", "check", *TINY],
+    # docs/screen.md: strategy screen with the seeds baseline at a fixed length (2 epochs
+    # here): screen 4 combinations, predict, confirm at most one.
+    "screen": ["search", "--name", "screen", "--data", "{npz}", "--space", "small",
+               "--set", "patch_size=12", "--strategy", "screen", "--objective",
+               "match_baseline", "--full-epochs", "2", "--tolerance", "0.05",
+               "--baseline", "seeds", "--trials", "1", "--cpus-per-trial", "1"],
 }
 FOLDERS = {"quickstart": "default", "spec": "wider-search"}  # else the run's --name
 

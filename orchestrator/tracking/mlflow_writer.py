@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.tracking.steps import (DatasetRecord, DiscardTrial, EndSearch, EndTrial,
-                                         InterruptSearch, LogEpoch, StartSearch, StartTrial,
-                                         Step)
+                                         InterruptSearch, LogEpoch, LogSystem, StartSearch,
+                                         StartTrial, Step)
 from trainables.status import TrialStatus, mlflow_run_status
 
 TRIAL_ID_TAG = "orchestrator.trial_id"
@@ -133,6 +133,8 @@ class MlflowWriter:
             case LogEpoch():
                 self._log(self._run(step.trial_id), metrics=step.metrics, step=step.step,
                           timestamp_ms=step.timestamp_ms)
+            case LogSystem():
+                self._log_system(step)
             case EndTrial():
                 self._end_trial(step)
             case DiscardTrial():
@@ -204,6 +206,18 @@ class MlflowWriter:
         final = {f"final_{k}": v for k, v in step.metrics.items()}
         self._log(run_id, metrics=final, tags=tags, timestamp_ms=step.timestamp_ms)
         self.client.set_terminated(run_id, mlflow_run_status(step.status))
+
+    def _log_system(self, step: LogSystem) -> None:
+        """Points with their own timestamps and steps, in batches MLflow takes (1000 at most)."""
+        from mlflow.entities import Metric, RunTag
+
+        run_id = self._run(step.trial_id)
+        if step.tags:
+            self.client.log_batch(run_id, tags=[RunTag(k, str(v)) for k, v in step.tags.items()])
+        for start in range(0, len(step.points), 1000):
+            self.client.log_batch(run_id, metrics=[
+                Metric(key, float(value), int(timestamp_ms), int(index))
+                for key, value, timestamp_ms, index in step.points[start:start + 1000]])
 
     def _discard_trial(self, step: DiscardTrial) -> None:
         """Delete the partial run of a trial cut short by a driver's death (a resume runs a new

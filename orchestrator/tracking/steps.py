@@ -62,6 +62,18 @@ class LogEpoch:
 
 
 @dataclass(frozen=True)
+class LogSystem:
+    """System samples a trial's training processes took of their own nodes, and the tags
+    they report of them (`node.*`, `env.device`, ...): see `system_metrics`."""
+
+    op: ClassVar[str] = "log_system"
+    trial_id: str
+    points: list[list[Any]]
+    """[key, value, timestamp_ms, step] of each metric point, in the order taken."""
+    tags: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class EndTrial:
     op: ClassVar[str] = "end_trial"
     trial_id: str
@@ -98,9 +110,11 @@ class InterruptSearch:
     timestamp_ms: int
 
 
-Step = StartSearch | StartTrial | LogEpoch | EndTrial | DiscardTrial | EndSearch | InterruptSearch
-STEPS: dict[str, type] = {cls.op: cls for cls in (StartSearch, StartTrial, LogEpoch, EndTrial,
-                                                  DiscardTrial, EndSearch, InterruptSearch)}
+Step = (StartSearch | StartTrial | LogEpoch | LogSystem | EndTrial | DiscardTrial | EndSearch
+        | InterruptSearch)
+STEPS: dict[str, type] = {cls.op: cls for cls in (StartSearch, StartTrial, LogEpoch, LogSystem,
+                                                  EndTrial, DiscardTrial, EndSearch,
+                                                  InterruptSearch)}
 
 
 def to_json(step: Step) -> dict[str, Any]:

@@ -1,47 +1,43 @@
-"""MLflow system metrics (CPU, memory, disk, network; GPU utilisation and memory where there is an
-NVIDIA GPU) on each trial's run, as `system/...` metrics that the MLflow UI charts.
+"""MLflow system metrics of each trial's run, from the trial's own node.
 
-Where the sampling happens: in the search driver, one MLflow `SystemMetricsMonitor` thread per
-running trial, sampling the driver's machine. Child runs are written by the driver (cluster
-workers need no access to the tracking store), so this is the machine that runs local trials:
-exactly the trial's hardware for a local search. On a multi-node cluster it samples the head
-node, not the GPU nodes (see docs/records.md).
+The samples are taken where the trial trains (trainables/trial/sampling.py: CPU, memory, and
+GPU utilisation, memory and power where the process has GPUs) and arrive with the trial's
+reports; the driver writes them here, as the `system/...` metrics MLflow's own monitor writes,
+each point at the time it was sampled. Workers need no access to the tracking store.
 
-Trials last seconds to minutes, so the interval is short (1 s, against MLflow's default 10 s);
-MLFLOW_SYSTEM_METRICS_SAMPLING_INTERVAL overrides it, as in MLflow.
+Why not MLflow's `SystemMetricsMonitor` in the driver, as before: it samples the machine it runs
+on, which on a cluster is the head (no GPU, no training), and it cannot be told apart from the
+trial's node by the metric names. On a local search the trial's node is the driver's machine,
+and the trial's samples say the same, so the driver samples nothing itself: one source, one path.
+
+Steps: each metric's points are numbered 0, 1, 2, ... per trial in the order they arrive (as
+MLflow's monitor numbers its logging steps), so the UI can chart them by step or by time.
 """
 
 from __future__ import annotations
 
-import logging
+from typing import Any
+
+PREFIX = "system/"
 
 
-class SystemMetrics:
-    def __init__(self, tracking_uri: str, interval_s: float = 1.0):
-        self.tracking_uri = tracking_uri
-        self.interval_s = interval_s
-        self.monitors: dict[str, object] = {}  # trial id -> its running monitor
-        # A monitor that finds its run gone or the store down stops itself, with a warning per
-        # trial; the outbox already says the store is down, once.
-        logging.getLogger("mlflow.system_metrics").setLevel(logging.ERROR)
+class SystemSeries:
+    """Numbers the samples of every trial into MLflow points (key, value, timestamp_ms, step)."""
 
-    def start(self, trial_id: str, run_id: str) -> None:
-        from mlflow.system_metrics.system_metrics_monitor import SystemMetricsMonitor
+    def __init__(self) -> None:
+        self._next: dict[str, dict[str, int]] = {}  # trial id -> metric -> its next step
 
-        if trial_id in self.monitors:
-            return
-        # resume_logging: a resumed trial's run continues its steps rather than overwrite them.
-        monitor = SystemMetricsMonitor(run_id, sampling_interval=self.interval_s,
-                                       samples_before_logging=1, resume_logging=True,
-                                       tracking_uri=self.tracking_uri)
-        monitor.start()
-        self.monitors[trial_id] = monitor
+    def points(self, trial_id: str, samples: list) -> list[list]:
+        """[[timestamp_ms, {name: value}], ...] -> [[key, value, timestamp_ms, step], ...]."""
+        steps = self._next.setdefault(trial_id, {})
+        out: list[list[Any]] = []
+        for timestamp_ms, values in samples:
+            for name, value in values.items():
+                key = PREFIX + name
+                step = steps.get(key, 0)
+                steps[key] = step + 1
+                out.append([key, float(value), int(timestamp_ms), step])
+        return out
 
-    def stop(self, trial_id: str) -> None:
-        monitor = self.monitors.pop(trial_id, None)
-        if monitor is not None:
-            monitor.finish()  # joins the thread and writes what it still holds
-
-    def stop_all(self) -> None:
-        for trial_id in list(self.monitors):
-            self.stop(trial_id)
+    def forget(self, trial_id: str) -> None:
+        self._next.pop(trial_id, None)

@@ -14,12 +14,13 @@ from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import Any, TextIO
 
-from orchestrator.tracking.environment import environment_tags
+from orchestrator.tracking.environment import environment_tags, search_wide
 from orchestrator.tracking.mlflow_writer import MlflowWriter
 from orchestrator.tracking.outbox import Outbox
 from orchestrator.tracking.steps import (DatasetRecord, DiscardTrial, EndSearch, EndTrial,
-                                         InterruptSearch, LogEpoch, StartSearch, StartTrial)
-from orchestrator.tracking.system_metrics import SystemMetrics
+                                         InterruptSearch, LogEpoch, LogSystem, StartSearch,
+                                         StartTrial)
+from orchestrator.tracking.system_metrics import SystemSeries
 
 # MLflow's REST client retries a failed request for minutes by default; the outbox retries
 # instead, so a server outage costs the Tune driver one short request per try.
@@ -48,6 +49,12 @@ class Tracker(ABC):
 
     @abstractmethod
     def log_epoch(self, trial_id: str, metrics: dict[str, float], step: int) -> None: ...
+
+    @abstractmethod
+    def log_system(self, trial_id: str, samples: list, tags: dict[str, str]) -> None:
+        """What a trial's training processes sampled of their nodes since their last report,
+        [[timestamp_ms, {name: value}], ...], and the tags they report of them (node, device):
+        see `system_metrics`."""
 
     @abstractmethod
     def end_trial(self, trial_id: str, status: str, metrics: dict[str, float],
@@ -80,6 +87,9 @@ class NullTracker(Tracker):
     def log_epoch(self, trial_id, metrics, step) -> None:
         pass
 
+    def log_system(self, trial_id, samples, tags) -> None:
+        pass
+
     def end_trial(self, trial_id, status, metrics, reason=None, tags=None) -> None:
         pass
 
@@ -101,7 +111,7 @@ class MlflowTracker(Tracker):
     def __init__(self, tracking_uri: str, artifact_root: Path | None = None, *,
                  parent_run_id: str | None = None, fallback_dir: Path | None = None,
                  retry_window_s: float | None = None, out: TextIO | None = None,
-                 system_metrics_s: float | None = 1.0, outbox_file: Path | None = None):
+                 system_metrics: bool = True, outbox_file: Path | None = None):
         """
         parent_run_id: continue this parent run (a resumed search) instead of making one.
         fallback_dir: where the records go if the store is still unreachable when the search
@@ -109,8 +119,8 @@ class MlflowTracker(Tracker):
         retry_window_s: how long the end of the search waits for an unreachable store
             (default: $ORCHESTRATOR_TRACKING_RETRY_S, else 60 s).
         out: where outage messages are printed (default: stderr).
-        system_metrics_s: sampling interval of MLflow's system metrics (CPU, memory, GPU) on
-            each trial's run; None turns them off.
+        system_metrics: write the system metrics (CPU, memory, GPU) each trial samples of its
+            own node to its run; False drops them.
         outbox_file: keep the queue of tracking steps on disk there (see `Outbox`).
         """
         import logging
@@ -130,8 +140,7 @@ class MlflowTracker(Tracker):
         self.writer = MlflowWriter(tracking_uri, artifact_root)
         self.outbox = Outbox(self.writer, out=out, file=outbox_file)
         self._env = environment_tags()
-        self.system_metrics = SystemMetrics(tracking_uri, system_metrics_s) \
-            if system_metrics_s else None
+        self.system_metrics = SystemSeries() if system_metrics else None
 
     @property
     def parent_run_id(self) -> str | None:  # type: ignore[override]
@@ -149,21 +158,24 @@ class MlflowTracker(Tracker):
                     config: dict[str, Any] | None = None, role: str = "trial",
                     tags: dict[str, str] | None = None) -> None:
         # Copies: a held step must keep the values of its event, whatever the caller changes.
+        # The device tags come from the trial's own report (`log_system`), not the driver's.
         self.outbox.submit(StartTrial(trial_id, dict(params),
-                                      {**self._env, "orchestrator.role": str(role),
+                                      {**search_wide(self._env), "orchestrator.role": str(role),
                                        **(tags or {})},
                                       dict(config) if config is not None else None))
-        run_id = self.writer.runs.get(trial_id)
-        if run_id is not None and self.system_metrics is not None:  # held while the store is down
-            self.system_metrics.start(trial_id, run_id)
 
     def log_epoch(self, trial_id: str, metrics: dict[str, float], step: int) -> None:
         self.outbox.submit(LogEpoch(trial_id, dict(metrics), step, _now_ms()))
 
+    def log_system(self, trial_id: str, samples: list, tags: dict[str, str]) -> None:
+        points = self.system_metrics.points(trial_id, samples) if self.system_metrics else []
+        if points or tags:
+            self.outbox.submit(LogSystem(trial_id, points, dict(tags)))
+
     def end_trial(self, trial_id: str, status: str, metrics: dict[str, float],
                   reason: str | None = None, tags: dict[str, str] | None = None) -> None:
-        if self.system_metrics is not None:  # its last samples land while the run is RUNNING
-            self.system_metrics.stop(trial_id)
+        if self.system_metrics is not None:
+            self.system_metrics.forget(trial_id)
         self.outbox.submit(EndTrial(trial_id, status, dict(metrics), reason, _now_ms(),
                                     dict(tags or {})))
 
@@ -172,8 +184,6 @@ class MlflowTracker(Tracker):
 
     def end_search(self, artifacts: dict[str, str | bytes], trial_tags: dict[str, dict[str, str]],
                    metrics: dict[str, float]) -> None:
-        if self.system_metrics is not None:
-            self.system_metrics.stop_all()
         self.outbox.submit(EndSearch(artifacts, trial_tags, metrics, _now_ms()))
         if not self.outbox.drain(self.retry_window_s):
             directory = self.fallback_dir or Path.cwd()
@@ -182,8 +192,6 @@ class MlflowTracker(Tracker):
             self.outbox.say(message)
 
     def interrupt_search(self) -> None:
-        if self.system_metrics is not None:
-            self.system_metrics.stop_all()
         self.outbox.submit(InterruptSearch(_now_ms()))
         self.outbox.drain(30.0)  # a short wait: the resume hint must not wait on a dead store
 

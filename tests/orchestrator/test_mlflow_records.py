@@ -6,6 +6,7 @@ MlflowTracker (no Ray). Also: the tracking verbs as typed steps, and the null tr
 from __future__ import annotations
 
 import json
+import socket
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,11 +18,12 @@ from mlflow.tracking import MlflowClient
 from orchestrator.tracking import MlflowTracker, NullTracker, Tracker
 from orchestrator.tracking.datasets import dataset_record
 from orchestrator.tracking.outbox import load_journal, save_journal
-from orchestrator.tracking.steps import (EndSearch, EndTrial, LogEpoch, StartSearch, StartTrial,
-                                         from_json, to_json)
+from orchestrator.tracking.steps import (EndSearch, EndTrial, LogEpoch, LogSystem, StartSearch,
+                                         StartTrial, from_json, to_json)
 from orchestrator.trial_book import TrialBook
 from trainables.config import TrialConfig
 from trainables.data.arrays import from_arrays
+from trainables.trial.sampling import NodeSampler, device_tags
 
 
 @dataclass
@@ -44,15 +46,21 @@ def test_child_run_holds_config_dataset_and_system_metrics(tmp_path):
 
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     data, path = _data(tmp_path)
-    tracker = MlflowTracker(uri, artifact_root=tmp_path / "artifacts", system_metrics_s=0.2)
+    tracker = MlflowTracker(uri, artifact_root=tmp_path / "artifacts")
     base = {"epochs": 2, "patch_size": 8, "lr": 0.01}
     book = TrialBook(tracker, journal=None, base=base)
     tracker.start_search("records", {"epochs": 2}, {"spec.yaml": "name: records\n"},
                          dataset=dataset_record(data))
     trial = FakeTrial("t1", {"width": 0.5, "batch_size": np.int64(16)})  # as Optuna samples
     book.on_trial_start(0, [], trial)
-    time.sleep(1.0)  # a few samples at 0.2 s
-    book.on_trial_result(0, [], trial, {"epoch": 1, "val_score": 0.5, "status": "completed"})
+    # The trial samples its own node and sends the samples with its report, as a training
+    # process does (trainables/trial/sampling.py).
+    began = int(time.time() * 1000)
+    with NodeSampler(interval_s=0.2) as sampler:
+        time.sleep(1.0)  # a few samples at 0.2 s
+        report = sampler.attach(lambda metrics, _: book.on_trial_result(0, [], trial, metrics))
+        report({"epoch": 1, "val_score": 0.5, "status": "completed", "done": True}, None)
+        ended = time.time() * 1000
     book.on_trial_complete(0, [], trial)
     tracker.end_search({}, {"t1": {"best_trial": "true"}}, {"trials": 1.0})
 
@@ -82,8 +90,14 @@ def test_child_run_holds_config_dataset_and_system_metrics(tmp_path):
     assert "system/cpu_utilization_percentage" in system
     assert "system/system_memory_usage_megabytes" in system
     steps = client.get_metric_history(child.info.run_id, "system/cpu_utilization_percentage")
-    assert len(steps) >= 2  # sampled through the trial, not once
-    assert tracker.system_metrics.monitors == {}  # every monitor stopped with its trial
+    assert len(steps) >= 4  # sampled through the trial, not once
+    assert [m.step for m in steps] == list(range(len(steps)))
+    times = sorted(m.timestamp for m in steps)  # when each was sampled, not when written
+    assert began <= times[0] <= began + 500 and times[-1] >= ended - 100
+    assert "system" not in child.data.metrics and "final_system" not in child.data.metrics
+    # Where it trained, from the trial itself (here: this process).
+    assert child.data.tags["env.device"] == device_tags()["env.device"]
+    assert child.data.tags["node.hostname"] == socket.gethostname()
 
 
 def test_array_digest_tells_data_apart(tmp_path):
@@ -100,7 +114,10 @@ def test_steps_round_trip_through_a_journal(tmp_path):
     steps = [StartSearch("s", {"k": 1}, {"p.png": b"\x89PNG", "a.txt": "x"},
                          dataset=dataset_record(_data(tmp_path)[0])),
              StartTrial("t", {"width": 0.5}, config={"width": 0.5}),
-             LogEpoch("t", {"acc": 0.5}, 1, 123), EndTrial("t", "completed", {}, None, 124),
+             LogEpoch("t", {"acc": 0.5}, 1, 123),
+             LogSystem("t", [["system/cpu_utilization_percentage", 12.5, 123, 0]],
+                       {"node.id": "abc", "env.device": "cpu (x86_64)"}),
+             EndTrial("t", "completed", {}, None, 124),
              EndSearch({}, {"t": {"pareto": "true"}}, {"trials": 1.0}, 125)]
     assert [from_json(json.loads(json.dumps(to_json(s)))) for s in steps] == steps
     save_journal(tmp_path / "j.json", "sqlite:///x", steps)
@@ -116,6 +133,7 @@ def test_tracker_is_an_interface_with_a_null_implementation():
     null.start_search("s", {}, {})
     null.start_trial("t", {}, config={})
     null.log_epoch("t", {}, 1)
+    null.log_system("t", [[1, {"cpu_utilization_percentage": 1.0}]], {"node.id": "n"})
     null.end_trial("t", "completed", {})
     null.end_search({}, {}, {})
     assert null.parent_run_id is None

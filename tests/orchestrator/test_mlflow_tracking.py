@@ -24,8 +24,9 @@ from orchestrator.tracking import MlflowTracker
 from orchestrator.tracking.outbox import main as import_journal
 from orchestrator.records import Role
 from orchestrator.trial_book import TrialBook
+from trainables.trial.sampling import SYSTEM_KEY, device_tags, node_tags, sample
 
-pytestmark = pytest.mark.mlflow_server
+pytestmark = [pytest.mark.integration, pytest.mark.mlflow_server]
 
 # trial id -> (width, final accuracy, final train time, how it ends)
 PLAN = {
@@ -91,7 +92,8 @@ class Search:
             metrics = {"epoch": epoch, "val_accuracy": acc * epoch / EPOCHS,
                        "val_score": acc * epoch / EPOCHS,
                        "train_time_s": secs * epoch / EPOCHS, "train_loss": 1.0 / epoch,
-                       "samples_per_s": 100.0, "status": status}
+                       "samples_per_s": 100.0, "status": status,
+                       SYSTEM_KEY: _system(first=epoch == 1)}
             self.book.on_trial_result(0, [], trial, self.objective(metrics))
             if ending == "diverged":
                 break
@@ -108,6 +110,13 @@ class Search:
                              base=self.spec.trial_base(), book=self.book, tracker=self.tracker,
                              objective=self.objective, folder=SearchFolder(self.out_dir),
                              baseline=None, wall_s=wall, search_cost_s=wall)
+
+
+def _system(first: bool) -> dict:
+    """What a trial's training process sends with a report: a sample of its node, and in its
+    first report where it trains (trainables/trial/sampling.py)."""
+    payload = {"samples": [[int(time.time() * 1000), sample([])]]}
+    return {**payload, "tags": {**node_tags(), **device_tags()}} if first else payload
 
 
 def _book(tracker, journal=None) -> TrialBook:
@@ -175,6 +184,8 @@ def test_runs_params_metrics_tags_and_artifacts(mlflow_server, tmp_path):
     assert env["env.torch"] == torch.__version__
     assert env["env.ray"] and env["env.optuna"] and env["env.device"]
     assert env["env.git_sha"] != "unknown"
+    assert env["node.hostname"] and "system/cpu_utilization_percentage" in \
+        children["t_best"].data.metrics  # from the trial's own reports
 
     local = Path(client.download_artifacts(result.parent_run_id, "pareto.png", str(tmp_path)))
     png = local.read_bytes()

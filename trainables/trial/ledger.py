@@ -59,10 +59,14 @@ class Ledger:
 
 
 def start_ledger():
-    """A ledger actor for one search; it holds no CPU and dies with the driver."""
+    """A ledger actor for one search; it holds no CPU and dies with the driver. It lives on the
+    driver's node: placed on a worker node, it would die with that node and take the search
+    with it (tests/integration/test_cluster_rehearsal.py loses a worker node mid-trial)."""
     import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-    return ray.remote(num_cpus=0)(Ledger).remote()
+    here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
+    return ray.remote(num_cpus=0)(Ledger).options(scheduling_strategy=here).remote()
 
 
 def recorded_result(ledger, key: str, trial_id: str) -> dict | None:

@@ -8,6 +8,9 @@ read (a 1-epoch trial ended `pruned` with no metrics in CI). So the controller's
 reports in a queue of our own, and the function thread itself forwards them with
 `ray.tune.report` while the trainer fits in a helper thread: one reporter, in order, nothing
 left behind when the trial returns.
+
+Every rank's report also carries what that rank sampled of its node (trainables/trial/sampling.py);
+the callback passes them all on with rank 0's metrics, the other ranks' named by rank.
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import ray.train
+
+from trainables.trial.sampling import SYSTEM_KEY, merge_ranks
 
 T = TypeVar("T")
 
@@ -38,6 +43,11 @@ class ObjectiveReport(ray.train.UserCallback):
         # `done` stays behind: the trial ends when its function returns, after the worker
         # group's teardown (a result marked done would end it while the group still tears down).
         m.pop("done", None)
+        # Every rank sampled its own node: rank 0's samples keep their names, the others' are
+        # named by rank (trainables/trial/sampling.py).
+        system = merge_ranks([r.get(SYSTEM_KEY) for r in metrics])
+        if system is not None:
+            m[SYSTEM_KEY] = system
         self._reports.put(self._objective(m, self._state) if self._objective else m)
 
 

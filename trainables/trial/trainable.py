@@ -118,7 +118,12 @@ def run_trial(sampled: dict[str, Any], ctx: TrialContext, datasets: dict) -> Non
             _report_outcome(ctx, cfg, outcome)
         return
 
-    reports = Queue(actor_options={"num_cpus": 0})
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    # On this trial's own node: placed on a worker node that is lost, the queue would take the
+    # trial's reports with it while its workers restart elsewhere.
+    here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
+    reports = Queue(actor_options={"num_cpus": 0, "scheduling_strategy": here})
     trial_name = ray.tune.get_context().get_trial_name()
     make_trainer = lambda: TorchTrainer(  # noqa: E731 - a fresh trainer per attempt
         train_loop_per_worker,

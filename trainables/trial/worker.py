@@ -29,6 +29,7 @@ from trainables.loop.state import outcome_metrics
 from trainables.loop.switches import free_device_memory, reset_peak_memory
 from trainables.models import ModelBuilder
 from trainables.status import TrialStatus, status_of
+from trainables.trial.sampling import NodeSampler
 
 CHECKPOINT_FILE = "state.pt"
 
@@ -237,13 +238,16 @@ def train_loop_per_worker(config: dict) -> dict:
 
     ctx = ray.train.get_context()
     device = ray.train.torch.get_device()
+    sampler = NodeSampler(device)  # this worker's node, sampled and sent with every report
     session = Session(
         world_size=ctx.get_world_size(), rank=ctx.get_world_rank(), device=device,
         train=ray.train.get_dataset_shard("train"), val=ray.train.get_dataset_shard("val"),
-        report=lambda metrics, checkpoint: ray.train.report(metrics, checkpoint=checkpoint),
+        report=sampler.attach(
+            lambda metrics, checkpoint: ray.train.report(metrics, checkpoint=checkpoint)),
         get_checkpoint=ray.train.get_checkpoint, checkpoint_cls=ray.train.Checkpoint,
     )
-    return run(config["plan"], session)
+    with sampler:
+        return run(config["plan"], session)
 
 
 def run_in_tune(plan: TrialPlan, datasets: dict, objective: Callable[[dict, dict], dict] | None,
@@ -260,9 +264,11 @@ def run_in_tune(plan: TrialPlan, datasets: dict, objective: Callable[[dict, dict
 
     device = torch.device("cuda", 0) if use_gpu and torch.cuda.is_available() else \
         torch.device("cpu")
+    sampler = NodeSampler(device)  # this process's node, sampled and sent with every report
     session = Session(
         world_size=1, rank=0, device=device, train=datasets["train"], val=datasets["val"],
-        report=report, get_checkpoint=ray.tune.get_checkpoint,
+        report=sampler.attach(report), get_checkpoint=ray.tune.get_checkpoint,
         checkpoint_cls=ray.tune.Checkpoint,
     )
-    return run(plan, session)
+    with sampler:
+        return run(plan, session)

@@ -15,10 +15,11 @@ Per workload, on the built-in synthetic data, every run through the product's ow
     trials planned for `--max-epochs` and stopped once decided), against repeat 1's baseline.
  4. The configuration each of the two found is trained again from scratch `--retrains` times
     to S - tolerance (`orchestrator train`, a time_to_target run): the speedups are the median
-    baseline time to S over the median of these times.
+    baseline run (its N epochs, the run the user makes) over the median of these times, a
+    retrain that never reached the target counting as infinitely slow.
 Cost is a search's wall time with the baseline's own run excluded, divided by the baseline's
-training time to S; payback is that cost over the time saved per run. Everything is printed
-side by side and written to `benchmarks/results/headline.json` (`--results` elsewhere).
+training time (its N epochs); payback is that cost over the time saved per run. Everything is
+printed side by side and written to `benchmarks/results/headline.json` (`--results` elsewhere).
 Before each run the script waits until every CPU of the previous run is free again.
 """
 
@@ -84,7 +85,7 @@ def _stage_s(search_dir: Path) -> dict:
 def economics(result, stage_s: dict, baseline: dict) -> dict:
     """What one search cost, and what its own best trial measured (before any retraining)."""
     cost = sum(s for stage, s in stage_s.items() if stage != "baseline")
-    time_to_s = baseline.get("time_to_score_s") or baseline["train_time_s"]
+    time_to_s = baseline["train_time_s"]  # the whole fixed-length run: what the user runs
     best = result.best or {}
     found_s = best.get("time_to_target_s")
     errors = [abs(v) for v in result.trials.get("prediction_error", []) if v == v]
@@ -96,6 +97,15 @@ def economics(result, stage_s: dict, baseline: dict) -> dict:
     if found_s and found_s == found_s and found_s < time_to_s:
         out["payback_runs"] = cost / (time_to_s - found_s)
     return out
+
+
+def speedup_of(baseline_s: float, times: list[float]) -> float | None:
+    """The baseline's run over the median time to the target of the retrains, a retrain that
+    never reached the target counting as never (infinite): None when most did not."""
+    if not times:
+        return None
+    median = statistics.median([t if t == t else math.inf for t in times])
+    return baseline_s / median if math.isfinite(median) else None
 
 
 def retrain(config_path: str | None, target: float, name: str, args) -> list[float]:
@@ -141,10 +151,7 @@ def run_workload(workload: str, args) -> dict:
     base_s = statistics.median(baseline_times)
     found = retrain(first["result"].best_config_path, target, f"found-{workload}", args)
     ref_found = retrain(reference.best_config_path, target, f"reference-{workload}", args)
-    speedup = base_s / statistics.median(found) if found and statistics.median(found) == \
-        statistics.median(found) else None
-    ref_speedup = base_s / statistics.median(ref_found) if ref_found and \
-        statistics.median(ref_found) == statistics.median(ref_found) else None
+    speedup, ref_speedup = speedup_of(base_s, found), speedup_of(base_s, ref_found)
     errors = [e for rep in repeats for e in rep["prediction_errors"]]
     return {
         "workload": workload, "full_epochs": args.full_epochs[workload],
@@ -178,11 +185,11 @@ def report(r: dict) -> list[str]:
         return (fmt + " (" + fmt + "-" + fmt + ", n={})").format(s["median"], s["min"],
                                                                  s["max"], s["n"])
 
-    speed = f"{r['speedup']:.2f}x" if r["speedup"] else "none: the found config missed S"
+    speed = f"{r['speedup']:.2f}x" if r["speedup"] else "none: most retrains missed S"
     ref = f"{r['reference_speedup']:.2f}x" if r["reference_speedup"] else "none"
     return [f"\n== {r['workload']}: the baseline's accuracy at {r['full_epochs']} epochs ==",
             f"S (baseline score)          {m('S', '{:.4f}')}",
-            f"baseline time to S, s       {m('baseline_time_s', '{:.1f}')}",
+            f"baseline run (N epochs), s  {m('baseline_time_s', '{:.1f}')}",
             f"found per repeat            {r['found_per_repeat']}",
             f"speedup (median of retrains) {speed}   reference 16-trial search: {ref}",
             f"search cost, baseline runs  {m('search_cost_baseline_runs')}",
@@ -200,11 +207,12 @@ def main(argv=None) -> None:
     ap.add_argument("--workloads", nargs="+", default=None)
     ap.add_argument("--repeats", type=int, default=None)
     ap.add_argument("--retrains", type=int, default=None)
-    ap.add_argument("--confirm", type=int, default=3, help="at most this many confirmations")
+    ap.add_argument("--confirm", type=int, default=6, help="at most this many confirmations")
     ap.add_argument("--reference-trials", type=int, default=16)
     ap.add_argument("--max-epochs", type=int, default=30, help="reference trials' plan")
     ap.add_argument("--budget", type=float, default=900.0, help="reference search budget, s")
-    ap.add_argument("--tolerance", type=float, default=0.005)
+    ap.add_argument("--tolerance", type=float, default=0.01,
+                    help="about the standard error of a 2,000-sample validation accuracy (0.0096)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default=None, help="folder for runs and MLflow (default: a temp)")
     ap.add_argument("--results", default=str(RESULTS))

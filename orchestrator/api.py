@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import yaml
 
 from orchestrator.errors import InputError
 from orchestrator.result import SearchResult
 from orchestrator.search import run_search
-from orchestrator.spec import SearchSpec
+from orchestrator.spec import SearchSpec, WorkloadName
 from trainables.config import TrialConfig
 
 
@@ -55,6 +55,10 @@ def train_config(path: str | Path, *, name: str | None = None, data: str | None 
     options: dict[str, Any] = {
         "name": name or f"{raw.get('name') or 'config'}-train",
         "data": data if data is not None else raw.get("data"),
+        # A built-in workload picks the built-in data when the config names none (`data`: null
+        # in the file): unet3d's volumes, not the classifier's images.
+        **({"workload": config["workload"]} if config.get("workload") in get_args(WorkloadName)
+           else {}),
         "space": {},
         "base": config,
         "num_trials": 1,

@@ -103,7 +103,8 @@ def record_of(kind: str, config: dict[str, Any], rec, parent_run_id: str | None)
         "kind": kind, "config": config, "trial_id": rec.trial_id, "status": str(rec.status),
         "val_score": score, "train_time_s": _num(m.get("train_time_s")),
         "full_run_s": _num(m.get("full_run_s")), "epochs": rec.epochs, "curve": rec.curve,
-        # S is the score of the whole run; the time to S is when the run first reached it.
+        # S is the score of the whole run; when the run first reached it (for the curious: a
+        # speedup compares with the whole run, the one the user makes).
         "time_to_score_s": next((t for _, s, t in rec.curve if s >= score),
                                 _num(m.get("train_time_s"))),
         "noise_scale": _num(m.get("noise_scale")), "noise": rec.noise,
@@ -150,16 +151,9 @@ def with_baseline(objective, record: dict | None):
         return objective
     if objective.needs_baseline:
         return dataclasses.replace(objective, baseline_score=record["val_score"],
-                                   baseline_s=time_to_score(record))
+                                   baseline_s=record["train_time_s"])
     return dataclasses.replace(objective,
                                baseline_s=record.get("full_run_s") or record["train_time_s"])
-
-
-def time_to_score(record: dict) -> float:
-    """The baseline's training time to its own score S (what a speedup is measured against)."""
-    value = record.get("time_to_score_s")
-    return float(value) if value is not None and math.isfinite(float(value)) \
-        else float(record["train_time_s"])
 
 
 def baseline_row(record: dict | None, knobs: list[str]) -> dict | None:

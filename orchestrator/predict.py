@@ -48,7 +48,7 @@ class Prediction:
     predicted_time_s: float
     """Training time (train_time_s) to the target."""
     predicted_speedup: float
-    """The baseline's time to the target over this."""
+    """The baseline's whole run (its N epochs, the run the user makes) over this."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -67,19 +67,12 @@ def baseline_epochs_to(curve: list[list[float]], target: float) -> int | None:
     return None
 
 
-def baseline_time_to(curve: list[list[float]], target: float) -> float | None:
-    for _, score, seconds in curve:
-        if score >= target:
-            return float(seconds)
-    return None
-
-
 def predict(screened: list[dict], baseline: dict, target: float) -> list[Prediction]:
     """A prediction for every screened candidate that can run, fastest first."""
     curve = baseline.get("curve") or []
     full = int(baseline.get("epochs") or len(curve) or 1)
     reached = baseline_epochs_to(curve, target) or full
-    base_time = baseline_time_to(curve, target) or float(baseline["train_time_s"])
+    base_time = float(baseline["train_time_s"])  # the run the user makes: all N epochs
     b0 = int(baseline["config"].get("batch_size", 1))
     noise = float(baseline.get("noise_scale", math.nan))
     series = baseline.get("noise") or []

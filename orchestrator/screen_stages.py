@@ -146,7 +146,7 @@ class ScreenStages:
         s = self.search
         target = s.objective.target
         stopper = TargetStopper(s.objective, curve=s.baseline.get("curve"))
-        todo, skipped = [], 0
+        todo, skipped, missed = [], 0, []
         for pred in self.predictions:
             if not pred.predicted_speedup > 1.0:
                 continue  # predicted no faster than the baseline: not worth a trial
@@ -159,6 +159,8 @@ class ScreenStages:
                                      earlier["time_to_target_s"])
             else:
                 skipped += 1  # failed, or could not reach a target this low: never retried
+                if earlier.get("short_by") is not None:  # it learned too little: so do others
+                    missed.append((self.trial_knobs(pred), earlier["short_by"]))
         done = s.book.finished(Role.TRIAL)  # confirmed before a resume: not run again
         ran = {config_key(r.knobs) for r in done}
         todo = [p for p in todo if config_key(self.trial_knobs(p)) not in ran]
@@ -175,8 +177,8 @@ class ScreenStages:
         s.book.begin(Role.TRIAL, s.spec.num_trials, s.spec.epochs, predictions={
             config_key(self.trial_knobs(p)): p.to_dict() for p in todo})
         searcher = Confirmations([self.trial_knobs(p) for p in todo],
-                                 [p.predicted_time_s for p in todo], lambda: stopper.best_s,
-                                 SLACK, lambda: stopper.lagged | self._missed())
+                                 [p.predicted_time_s for p in todo], stopper, SLACK,
+                                 missed=missed)
         workers = [int(p.config.get("workers", 1)) for p in todo]
         s._fit(TuneRun(trainable(ctx, s._datasets()), {}, num_samples=planned,
                        max_concurrent=s.prepared.plan.max_concurrent_trials,
@@ -184,18 +186,14 @@ class ScreenStages:
                        searcher=searcher, stopper=stopper, time_budget_s=s.spec.time_budget_s))
         for rec in s.book.finished(Role.TRIAL):
             if config_key(rec.knobs) not in ran:
-                self._remember(rec, target)
+                self._remember(rec, target, stopper.behind.get(rec.trial_id))
 
-    def _missed(self) -> set[str]:
-        """Confirmations that ran all their epochs and ended below the target: as for one cut
-        behind the baseline's curve, its learning knobs cannot reach the target here."""
-        return {r.trial_id for r in self.search.book.finished(Role.TRIAL)
-                if traits(r.status).rankable and not _reached(r)}
-
-    def _remember(self, rec: TrialRecord, target: float) -> None:
+    def _remember(self, rec: TrialRecord, target: float, short_by: float | None) -> None:
+        """short_by: how far it fell short of the baseline's curve or the target, when it
+        learned too little (a later search rules out what learns no more)."""
         reached = rec.metrics.get("time_to_target_s")
         self.knowledge.add(CONFIRM, config={**self.search.prepared.base, **rec.knobs},
-                           knobs=rec.knobs,
+                           knobs=rec.knobs, short_by=short_by,
                            target=target, status=str(rec.status), trial_id=rec.trial_id,
                            time_to_target_s=reached if reached == reached else None,
                            val_score=rec.metrics.get("val_score"), curve=rec.curve,

@@ -66,17 +66,27 @@ class TargetStopper(Stopper):
         # validation must not lower the bar).
         self.curve = [(e / len(curve), max(s for _, s, _ in curve[:i + 1]))
                       for i, (e, _, _) in enumerate(curve)] if curve else []
-        self.lagged: set[str] = set()
-        """Trials cut because they fell behind the baseline's learning curve."""
+        self.behind: dict[str, float] = {}
+        """Trials that cannot reach the target as they learn, and by how much they fell short:
+        cut for falling behind the baseline's learning curve (the gap to it), or ended below
+        the target after all their epochs (the gap to the target)."""
         self._best_score: dict[str, float] = {}
 
     def __call__(self, trial_id: str, result: dict) -> bool:
+        reached = result.get("time_to_target_s")
+        if _finite(reached):  # (also at its last epoch, where it ends by itself)
+            self.best_s = min(self.best_s if self.best_s is not None else math.inf, reached)
         if result.get("status", TrialStatus.RUNNING) != TrialStatus.RUNNING:
+            last = result.get("done") or result.get("epoch") == result.get("epochs_planned")
+            if last and not _finite(result.get("time_to_target_s")):  # all its epochs, short
+                best = max(self._best_score.get(trial_id, -math.inf),
+                           float(result.get("val_score", -math.inf)))
+                target = getattr(self.objective, "target", None)
+                self.behind[trial_id] = target - best if _finite(target) and _finite(best) \
+                    else math.inf
             return False  # it ends by itself (done, diverged, infeasible, ...)
         target = getattr(self.objective, "target", None)
-        reached = result.get("time_to_target_s")
         if _finite(reached):
-            self.best_s = min(self.best_s if self.best_s is not None else math.inf, reached)
             self.stopped[trial_id] = (
                 TrialStatus.EARLY_STOPPED,
                 f"reached the target {target:.4f} at epoch {result.get('epoch')}")
@@ -114,7 +124,7 @@ class TargetStopper(Stopper):
         expected = _at(self.curve, point)
         if best >= expected - allowed_lag(point, getattr(self.objective, "tolerance", 0.0)):
             return False
-        self.lagged.add(trial_id)
+        self.behind[trial_id] = expected - best
         self.stopped[trial_id] = (
             TrialStatus.PRUNED,
             f"behind the baseline's learning curve: best {best:.4f} at {point:.0%} of its "

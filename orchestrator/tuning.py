@@ -7,7 +7,8 @@ MLflow the same way, in the same folder and under the same parent run.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import math
+import pickle
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,7 +20,7 @@ from orchestrator.searcher import TruthfulOptunaSearch
 from orchestrator.spec import SearchSpec
 from orchestrator.trial_book import TrialBook, config_key as _key
 from search_spaces.warm_start import warm_start_points
-from trainables.config import learning_knobs
+from trainables.config import MANTISSA_BITS, SPEED_ONLY, learning_knobs, samples_per_step
 
 
 def make_searcher(spec: SearchSpec, objective, searched: dict, base: dict,
@@ -51,38 +52,87 @@ def make_searcher(spec: SearchSpec, objective, searched: dict, base: dict,
 
 
 class Confirmations(Searcher):
-    """Proposes given configurations in order (the predict stage's, fastest predicted first),
-    and stops proposing once the next one's predicted time, allowing for prediction error
-    (`slack`), cannot beat a time to the target already measured (`best()`)."""
+    """Proposes given configurations (the predict stage's, fastest predicted first) and stops
+    once none left, allowing for prediction error (`slack`), can beat a time to the target
+    already measured (the stopper's `best_s`).
 
-    def __init__(self, configs: list[dict], predicted: list[float],
-                 best: Callable[[], float | None], slack: float = 0.75,
-                 lagged: Callable[[], set[str]] = set):
-        """lagged: ids of trials cut for learning less than the baseline; a configuration with
-        the same learning knobs as one of them (`trainables.config.learning_knobs`) is skipped:
-        a faster step does not make a thinner model learn more."""
+    A miss teaches something: a trial the stopper saw fall behind the baseline's learning curve,
+    or end below the target (its `behind`), rules out every configuration that learns no more
+    than it did: the same model (`trainables.config.learning_knobs`: width, patch, lr, ...) at
+    as many samples per step or more (a bigger batch learns less per sample) and at as few
+    mantissa bits or fewer. The same model at a smaller batch, or at a finer precision, may
+    still reach the target, so it is not ruled out, only tried after every model and precision
+    not yet tried (a confirmation budget spent on one model that cannot learn enough answers
+    nothing), the one that fell least short first.
+    A configuration that differs from one already proposed only in speed switches
+    (`trainables.config.SPEED_ONLY`) is not proposed: it trains the same run, and the screen
+    has timed both (the faster, predicted first, is the one proposed)."""
+
+    def __init__(self, configs: list[dict], predicted: list[float], stopper,
+                 slack: float = 0.75, missed: list[tuple[dict, float]] = ()):
+        """missed: (configuration, how far short it fell) of earlier searches' misses, which
+        teach as this search's own do."""
         super().__init__()
         self.configs, self.predicted = list(configs), list(predicted)
-        self.best, self.slack, self.lagged, self.next = best, slack, lagged, 0
+        self.stopper, self.slack, self.earlier = stopper, slack, list(missed)
+        self.left = list(range(len(self.configs)))  # not proposed yet, fastest predicted first
         self.proposed: dict[str, dict] = {}  # trial id -> its configuration
 
     def suggest(self, trial_id: str):
-        while self.next < len(self.configs):
-            config, predicted = self.configs[self.next], self.predicted[self.next]
-            best = self.best()
-            if best is not None and predicted * self.slack > best:
-                return Searcher.FINISHED  # the rest are predicted slower still
-            self.next += 1
-            behind = {_key(learning_knobs(self.proposed[t])) for t in self.lagged()
-                      if t in self.proposed}
-            if _key(learning_knobs(config)) not in behind:
-                self.proposed[trial_id] = dict(config)
-                return dict(config)
-        return Searcher.FINISHED
+        missed = self.earlier + [(self.proposed[t], gap) for t, gap in self.stopper.behind.items()
+                                 if t in self.proposed]
+        self.left = [i for i in self.left if not self._same_run(self.configs[i])
+                     and not any(_learns_no_more(self.configs[i], m) for m, _ in missed)]
+        short = {}  # model -> the least it fell short by
+        for config, gap in missed:
+            model = _key(learning_knobs(config))
+            short[model] = min(short.get(model, math.inf), gap)
+        # Stable: within a rank, fastest predicted first.
+        order = sorted(self.left,
+                       key=lambda i: short.get(_key(learning_knobs(self.configs[i])), -1.0))
+        best = self.stopper.best_s
+        for i in order:
+            if best is None or self.predicted[i] * self.slack <= best:
+                self.left.remove(i)
+                self.proposed[trial_id] = dict(self.configs[i])
+                return dict(self.configs[i])
+        return Searcher.FINISHED  # the rest are predicted slower than a time measured
+
+    def _same_run(self, config: dict) -> bool:
+        return any(_training(c) == _training(config) for c in self.proposed.values())
 
     def on_trial_complete(self, trial_id: str, result: dict | None = None,
                           error: bool = False) -> None:
         pass  # what a confirmation measured reaches `best` through the stopper
+
+    # Tune saves its searcher with the run's state. What is saved is where the queue stands;
+    # the stopper is the run's own (Tune restores that), so it is not saved twice.
+    def save(self, checkpoint_path: str) -> None:
+        with open(checkpoint_path, "wb") as f:
+            pickle.dump({"left": self.left, "proposed": self.proposed}, f)
+
+    def restore(self, checkpoint_path: str) -> None:
+        with open(checkpoint_path, "rb") as f:
+            state = pickle.load(f)
+        self.left, self.proposed = state["left"], state["proposed"]
+
+
+def _learns_no_more(config: dict, missed: dict) -> bool:
+    """`config` learns no more than `missed`, a configuration that missed the target: the same
+    model at as many samples per step or more and as few mantissa bits or fewer."""
+
+    def model(c: dict) -> dict:
+        return {k: v for k, v in learning_knobs(c).items() if k != "precision"}
+
+    bits = MANTISSA_BITS.get(config.get("precision"), 0)
+    return model(config) == model(missed) \
+        and samples_per_step(config) >= samples_per_step(missed) \
+        and bits <= MANTISSA_BITS.get(missed.get("precision"), 0)
+
+
+def _training(config: dict) -> dict:
+    """What a configuration trains, its speed-only switches aside."""
+    return {k: v for k, v in config.items() if k not in SPEED_ONLY}
 
 
 @dataclass

@@ -1,14 +1,130 @@
-"""Shared fixtures: one Ray instance per test session, tiny data, a scratch working directory.
+"""Shared fixtures: one Ray instance per test session, tiny data, a scratch working directory,
+fresh MLflow stores; and the rule that keeps the fast tier fast.
 
-Run everything with `python -m pytest -q`; unit tests need no Ray, integration tests share one.
+    python -m pytest -q                        # everything (unit tests first, then integration)
+    python -m pytest -q -m "not integration"   # the fast tier: no Ray, no MLflow server
+
+A test that starts Ray (`ray.init`, `init_ray`, the `ray_session` fixture, a simulated
+`ray.cluster_utils.Cluster`, a subprocess running `ray`, `python -m orchestrator` or a probe) or an
+`mlflow server` (the `mlflow_server` fixture) must be marked `integration`: unmarked, it fails
+with a message saying so (`_refuse_ray_and_servers` below), in both runs.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
 
 import numpy as np
 import pytest
+
+INTEGRATION = "integration"
+# Fixtures that start Ray or a server: only integration tests may ask for them.
+SERVER_FIXTURES = ("ray_session", "mlflow_server")
+MARK_IT = ("mark it `@pytest.mark.integration` (or `pytestmark = pytest.mark.integration` in "
+           "its module): the fast tier (-m 'not integration') runs without Ray and servers")
+
+
+def _is_integration(item: pytest.Item) -> bool:
+    return item.get_closest_marker(INTEGRATION) is not None
+
+
+def pytest_collection_modifyitems(config, items):
+    """Unit tests first, integration tests after (each group in file order): failures of the
+    fast tier show first, and no unit test ever runs while the session's Ray is up (so one that
+    would lean on it fails here as it does in the fast tier). Modules stay together."""
+    items[:] = sorted(items, key=_is_integration)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    """Before any fixture is set up: an unmarked test may not ask for Ray or a server."""
+    if not _is_integration(item):
+        asked = [f for f in SERVER_FIXTURES if f in item.fixturenames]
+        if asked:
+            pytest.fail(f"{item.nodeid} uses the {', '.join(asked)} fixture but is not marked "
+                        f"integration; {MARK_IT}", pytrace=False)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """Setup, call and teardown of an unmarked test run with Ray's and MLflow's starters
+    refused."""
+    if _is_integration(item):
+        return (yield)
+    with _refuse_ray_and_servers(item.nodeid):
+        return (yield)
+
+
+# What a subprocess may not run in an unmarked test: Ray's and MLflow's CLIs, the orchestrator
+# (its CLI starts Ray), and Python running a script, a module of these packages or code that
+# names them (a probe that starts a simulated cluster, a search).
+_SERVER_PROGRAMS = {"ray", "mlflow", "orchestrator", "serve", "tune"}
+_SERVER_PACKAGES = {"ray", "mlflow", "orchestrator", "tests", "examples"}
+_SERVER_WORDS = ("ray.init", "cluster_utils", "orchestrator", "mlflow", "ray start")
+
+
+def _starts_ray_or_a_server(args) -> bool:
+    argv = [str(a) for a in ([args] if isinstance(args, (str, bytes, os.PathLike)) else args)]
+    if len(argv) == 1 and " " in argv[0]:  # a shell command line
+        argv = argv[0].split()
+    if not argv:
+        return False
+    program = Path(argv[0]).name
+    if program in _SERVER_PROGRAMS:
+        return True
+    if program in ("sh", "bash") and "-c" in argv:
+        return any(w in " ".join(argv) for w in (*_SERVER_WORDS, "python"))
+    if not (program.startswith("python") or argv[0] == sys.executable):
+        return False
+    rest = argv[1:]
+    while rest and rest[0].startswith("-") and rest[0] not in ("-m", "-c"):
+        rest = rest[1:]  # interpreter options (-u, -X importtime, ...)
+    if not rest:
+        return False
+    if rest[0] == "-m":
+        return len(rest) > 1 and rest[1].split(".")[0] in _SERVER_PACKAGES
+    if rest[0] == "-c":
+        return len(rest) > 1 and any(w in rest[1] for w in _SERVER_WORDS)
+    return True  # a script
+
+
+@contextlib.contextmanager
+def _refuse_ray_and_servers(nodeid: str):
+    import ray
+    import ray._private.worker
+    import ray.cluster_utils
+
+    import orchestrator.resources
+    from tests.mlflow_server import MlflowServer
+
+    def refuse(what: str):
+        def refused(*args, **kwargs):
+            pytest.fail(f"{nodeid} {what} but is not marked integration; {MARK_IT}",
+                        pytrace=False)
+        return refused
+
+    real_popen_init = subprocess.Popen.__init__
+
+    def popen_init(self, args, *rest, **kwargs):
+        if _starts_ray_or_a_server(args):
+            refuse(f"runs `{args if isinstance(args, str) else ' '.join(map(str, args))}`")()
+        real_popen_init(self, args, *rest, **kwargs)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(ray, "init", refuse("starts Ray (ray.init)"))
+        mp.setattr(ray._private.worker, "init", refuse("starts Ray (ray.init)"))
+        mp.setattr(orchestrator.resources, "init_ray", refuse("starts or joins Ray (init_ray)"))
+        mp.setattr(ray.cluster_utils.Cluster, "__init__",
+                   refuse("starts a simulated Ray cluster (ray.cluster_utils.Cluster)"))
+        mp.setattr(MlflowServer, "start", refuse("starts an `mlflow server`"))
+        mp.setattr(subprocess.Popen, "__init__", popen_init)
+        yield
 
 
 @pytest.fixture(scope="session")
@@ -42,6 +158,28 @@ def make_npz(path, *, n=240, n_val=80, size=16, classes=3, seed=0, channels=None
     x_val, y_val = images(n_val)
     np.savez(path, x=x, y=y, x_val=x_val, y_val=y_val)
     return str(path)
+
+
+_EMPTY_STORE: list[Path] = []  # the empty MLflow store of this test process, made on first use
+
+
+def sqlite_store(directory) -> str:
+    """The URI of a fresh MLflow store, `directory/mlflow.db`: a copy of one empty store made
+    once per test process. Creating MLflow's tables costs ~1 s a store (~3 s the first time in a
+    process), which tiny searches would otherwise pay each; the copy is the same empty store."""
+    if not _EMPTY_STORE:
+        import atexit
+
+        from mlflow.tracking import MlflowClient
+
+        empty = Path(tempfile.mkdtemp(prefix="mlflow-empty-")) / "mlflow.db"
+        MlflowClient(f"sqlite:///{empty}").search_experiments()  # creates the tables
+        atexit.register(shutil.rmtree, empty.parent, ignore_errors=True)
+        _EMPTY_STORE.append(empty)
+    path = Path(directory) / "mlflow.db"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(_EMPTY_STORE[0], path)
+    return f"sqlite:///{path}"
 
 
 @pytest.fixture

@@ -22,12 +22,23 @@ COMPILE_MODES = ("default", "reduce-overhead", "max-autotune")
 # What a field changes. SPEED_ONLY fields change how fast a step runs, not what is learned (up to
 # floating-point rounding); STATISTICAL ones change how much each step learns, which the gradient
 # noise scale models (trainables/loop/noise.py); every other field (width, patch, lr, schedule,
-# ...) changes what is learned, and only training can tell by how much.
+# precision, ...) changes what is learned, and only training can tell by how much. Precision is
+# there, not a speed switch: bf16's 8-bit mantissa cost the classifier about a point of accuracy
+# here (docs/benchmarks.md).
 SPEED_ONLY = frozenset({
-    "precision", "workers", "compile", "compile_mode", "channels_last", "cudnn_benchmark",
+    "workers", "compile", "compile_mode", "channels_last", "cudnn_benchmark",
     "pin_memory", "zero_grad_set_to_none", "sync_every", "cache_shard", "prefetch_batches",
     "loader_workers", "grad_checkpointing", "checkpoint_every", "val_every"})
 STATISTICAL = frozenset({"batch_size", "accum_steps"})
+
+
+MANTISSA_BITS = {"fp32": 23, "fp16-mixed": 10, "bf16-mixed": 7}
+"""What each precision keeps of a number: a run at fewer bits learns no more than at more."""
+
+
+def samples_per_step(config: dict[str, Any]) -> int:
+    """Samples in one optimizer step: what the gradient noise scale compares."""
+    return int(config.get("batch_size", 1)) * int(config.get("accum_steps", 1))
 
 
 def learning_knobs(config: dict[str, Any]) -> dict[str, Any]:

@@ -35,6 +35,7 @@ def run_one(placement: str, attempt: int, data: str, out: Path) -> dict:
     spec = SearchSpec(
         name=f"placement-{placement.lower()}-{attempt}", data=data, epochs=1, num_trials=1,
         space={}, placement=placement, output_dir=str(out / "runs"), baseline="none",
+        profile="off",  # where the workers land is the subject, not what they pick
         tracking_uri=f"sqlite:///{out / 'mlflow.db'}",
         base={"batch_size": 16, "lr": 0.01, "patch_size": 12, "width": 0.25,
               "workers": 2},

@@ -77,7 +77,7 @@ def cpu(out: Path) -> dict:
     ray.init(num_cpus=1, include_dashboard=False, logging_level="ERROR")
     init_ray()  # the search's settings on the Ray it joins
     printed = io.StringIO()
-    spec = SearchSpec(name="quota", baseline="none",
+    spec = SearchSpec(name="quota", baseline="none", profile="off",
                       data=make_npz(out / "tiny.npz"), epochs=1, num_trials=1,
                       space={}, output_dir=str(out / "runs"),
                       tracking_uri=f"sqlite:///{out / 'mlflow.db'}",

@@ -2,18 +2,20 @@
 that joined it with `ray start --address`, and a search sent from outside with `ray job submit`.
 
 The head: `ray start --head --num-cpus 0` on 127.0.0.1, token authentication on with a private
-token, its own temp dir and free ports (test_job_submit.py's helpers). Each worker node: `ray
+token, its own temp dir and free ports (tests/integration/ray_nodes.py). Each worker node: `ray
 start --address ... --num-cpus 2` with a temp dir of its own (two nodes sharing one lose the
 job's working dir under each other: the driver's cwd vanished mid-run). Checks that every trial
 ran on the worker node and its MLflow run says so (node tags, and system metrics sampled there
 all through its training), that the records are complete, and that losing the worker node's
-raylet mid-trial ends in a recorded outcome rather than a hang. Every process it starts is
-stopped by its own process group or temp dir. About 2.5 minutes on 2 cores. Run:
+raylet mid-trial ends in a recorded outcome rather than a hang; and what `ray job submit` users
+meet: a wrong token refused, the job's output tailed, artifacts beside the SQLite store. Every
+process it starts is stopped by its own process group or temp dir. Run:
     flock /tmp/ray.lock python -m pytest -q tests/integration/test_cluster_rehearsal.py
 """
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import queue
@@ -34,13 +36,18 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from tests.conftest import make_npz
-from tests.integration.test_job_submit import (ADDRESS_FILE, BIN, RAY, ROOT, _free_ports, _ray,
-                                               _stop)
+from tests.integration.ray_nodes import ADDRESS_FILE, BIN, RAY, ROOT, free_ports, ray_cli, \
+    stop_node
 
 pytestmark = pytest.mark.integration
 
 INTERVAL_S = 0.5  # MLFLOW_SYSTEM_METRICS_SAMPLING_INTERVAL for the trials (short trials)
 TINY = {"width": 0.25, "batch_size": 16, "lr": 0.01, "patch_size": 12}
+# The GCS declares a node dead after `failure_threshold` missed checks, each `period_ms` apart
+# (Ray's defaults: 5 x 3 s). A lost node is found in ~3 s instead of ~15 s; the checks still
+# allow 2 s an answer, which a raylet on a busy 2-core machine gives.
+HEALTH_CHECKS = {"RAY_health_check_period_ms": "1000", "RAY_health_check_timeout_ms": "2000",
+                 "RAY_health_check_failure_threshold": "3"}
 
 
 @dataclass
@@ -60,7 +67,7 @@ class Cluster:
     workers: list[Node] = field(default_factory=list)
 
     def nodes(self) -> list[dict]:
-        listed = _ray(["list", "nodes", "--address", self.url, "--format", "json",
+        listed = ray_cli(["list", "nodes", "--address", self.url, "--format", "json",
                        "--limit", "100"], self.env)
         assert listed.returncode == 0, listed.stdout + listed.stderr
         if not listed.stdout.lstrip().startswith("["):  # "No resource in the cluster": not yet
@@ -71,7 +78,7 @@ class Cluster:
         """`ray start --address` a node of `num_cpus` CPUs, with its own temp dir and ports;
         returns once the cluster lists it alive."""
         temp_dir = Path(tempfile.mkdtemp(prefix="raynode-", dir="/tmp"))
-        node_mgr, obj_mgr, metrics, agent, agent_grpc, runtime_env = _free_ports(6)
+        node_mgr, obj_mgr, metrics, agent, agent_grpc, runtime_env = free_ports(6)
         process = subprocess.Popen(
             [RAY, "start", "--block", f"--address={self.gcs}", "--node-ip-address=127.0.0.1",
              f"--num-cpus={num_cpus}", f"--temp-dir={temp_dir}",
@@ -97,7 +104,7 @@ class Cluster:
     def remove_worker(self, node: Node) -> None:
         """Stop a worker node (as `ray stop` on it would) and wait until the cluster lists it
         dead: the next test's trials can only run on the nodes it adds."""
-        _stop(node.process, node.temp_dir)
+        stop_node(node.process, node.temp_dir)
         deadline = time.monotonic() + 60
         while any(n["node_id"] == node.node_id and n["state"] == "ALIVE" for n in self.nodes()):
             assert time.monotonic() < deadline, "a stopped worker node stays alive"
@@ -128,8 +135,8 @@ def cluster():
     env = {k: v for k, v in os.environ.items()
            if k not in ("RAY_ADDRESS", "RAY_AUTH_TOKEN", "PYTHONPATH")}
     env |= {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(token_file),
-            "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
-    gcs, dash, client, agent, agent_grpc, metrics, runtime_env, node_mgr, obj_mgr = _free_ports(9)
+            "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}", **HEALTH_CHECKS}
+    gcs, dash, client, agent, agent_grpc, metrics, runtime_env, node_mgr, obj_mgr = free_ports(9)
     head = subprocess.Popen(
         [RAY, "start", "--head", "--block", "--node-ip-address=127.0.0.1",
          "--dashboard-host=127.0.0.1", "--include-dashboard=true", "--num-cpus=0",
@@ -161,7 +168,7 @@ def cluster():
         yield made
     finally:
         for node in [*made.workers, made.head]:  # workers first: the head outlives them
-            _stop(node.process, node.temp_dir)
+            stop_node(node.process, node.temp_dir)
         after = ADDRESS_FILE.read_text() if ADDRESS_FILE.exists() else None
         assert after is None or f":{gcs}" not in after
         for node in [*made.workers, made.head]:
@@ -249,9 +256,10 @@ def _series_covers_training(client: MlflowClient, run, key: str) -> None:
     assert len(points) >= trained_ms / 1000 / INTERVAL_S / 2
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def worker(cluster):
-    """One worker node of 2 CPUs, the only one while the test runs; removed after it."""
+    """One worker node of 2 CPUs, the only one with CPUs: the first test's trials run there, and
+    the second test loses it (so that one runs last). Every node added is removed after."""
     node = cluster.add_worker(num_cpus=2)
     assert cluster.alive_workers() == {node.node_id}
     yield node
@@ -260,23 +268,46 @@ def worker(cluster):
             cluster.remove_worker(added)
 
 
+def test_the_job_server_refuses_a_wrong_token(cluster):
+    env = {**cluster.env, "RAY_AUTH_TOKEN": secrets.token_hex(32)}
+    env.pop("RAY_AUTH_TOKEN_PATH")
+    listed = ray_cli(["job", "list", "--address", cluster.url], env)
+    assert listed.returncode != 0
+    assert "401" in listed.stdout + listed.stderr or "uthenticat" in listed.stdout + listed.stderr
+
+
+# The submitted search's trials, in this order (warm start): one trains in its Tune trial process,
+# then two 2-worker Ray Train groups one after another (a reused trial actor once raced the
+# previous trial's worker-group teardown, and a trial went missing from the leaderboard).
+TRIALS = [{"workers": 1, "lr": 0.01}, {"workers": 2, "lr": 0.005}, {"workers": 2, "lr": 0.02}]
+
+
 def test_every_trial_runs_on_the_worker_node_and_its_records_come_from_there(cluster, worker,
                                                                            tmp_path):
-    # Two trials: one trains in its Tune trial process, one as a 2-worker Ray Train group.
-    spec = ("space: {workers: [1, 2]}\n"
-            f"base: {json.dumps(TINY)}\n"
-            "warm_start: [{workers: 1}, {workers: 2}]\n")
+    spec = ("space: {workers: [1, 2], lr: [0.005, 0.01, 0.02]}\n"
+            f"base: {json.dumps({k: v for k, v in TINY.items() if k != 'lr'})}\n"
+            f"warm_start: {json.dumps(TRIALS)}\n")
     began = time.monotonic()
-    job = _submit(cluster, tmp_path, "it-rehearsal", spec, "--trials", "2", "--epochs", "2")
+    job = _submit(cluster, tmp_path, "it-rehearsal", spec, "--trials", str(len(TRIALS)),
+                  "--epochs", "2", "--placement", "PACK")
     output = _wait(job, _lines(job), timeout_s=300)
     print(f"rehearsal search: {time.monotonic() - began:.1f} s")
-    assert job.returncode == 0, output[-6000:]
-    assert "2 trials: 2 completed" in output, output[-6000:]
+    assert job.returncode == 0, output[-6000:]  # the CLI exits 1 when the job FAILED
+    assert "succeeded" in output.lower(), output[-6000:]
+    assert "Leaderboard" in output  # the job's own output, tailed by the CLI
+    assert f"{len(TRIALS)} trials: {len(TRIALS)} completed" in output, output[-6000:]
+    board = list(csv.DictReader((tmp_path / "runs" / "it-rehearsal" / "leaderboard.csv").open()))
+    assert sorted((int(r["workers"]), float(r["lr"])) for r in board) == \
+        sorted((t["workers"], t["lr"]) for t in TRIALS)
 
     client, children = _trial_runs(f"sqlite:///{tmp_path / 'mlflow.db'}", "it-rehearsal")
-    assert len(children) == 2
-    by_workers = {run.data.params["workers"]: run for run in children}
-    for workers, run in by_workers.items():
+    assert len(children) == len(TRIALS)
+    # Artifacts live beside the SQLite store, not in the job's working dir (Ray deletes it).
+    parent = client.get_run(children[0].data.tags["mlflow.parentRunId"])
+    assert {"leaderboard.csv", "spec.yaml"} <= \
+        {a.path for a in client.list_artifacts(parent.info.run_id)}
+    assert parent.info.artifact_uri.startswith((tmp_path / "mlartifacts").as_uri())
+    for run in children:
         tags = run.data.tags
         assert tags["status"] == "completed" and run.info.status == "FINISHED"
         # Where it ran: the worker node, never the head (it has no CPU for trials).
@@ -288,10 +319,12 @@ def test_every_trial_runs_on_the_worker_node_and_its_records_come_from_there(clu
         _series_covers_training(client, run, "system/cpu_utilization_percentage")
         assert "system/system_memory_usage_megabytes" in run.data.metrics
         assert not any(k.startswith("system") and "gpu" in k for k in run.data.metrics)
-    group = by_workers["2"]
-    assert group.data.tags["node.rank1.id"] == worker.node_id
-    _series_covers_training(client, group, "system/rank1/cpu_utilization_percentage")
-    assert "node.rank1.id" not in by_workers["1"].data.tags
+    groups = [run for run in children if run.data.params["workers"] == "2"]
+    for group in groups:
+        assert group.data.tags["node.rank1.id"] == worker.node_id
+        _series_covers_training(client, group, "system/rank1/cpu_utilization_percentage")
+    (alone,) = [run for run in children if run.data.params["workers"] == "1"]
+    assert "node.rank1.id" not in alone.data.tags
 
 
 def test_losing_the_worker_nodes_raylet_mid_trial_ends_in_a_recorded_outcome(cluster, worker,

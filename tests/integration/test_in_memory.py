@@ -15,6 +15,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from orchestrator import SearchSpec, run_search, train_config
+from tests.conftest import sqlite_store
 
 pytestmark = pytest.mark.integration
 
@@ -38,29 +39,34 @@ def _parent(tracking_uri: str, name: str):
     return parent
 
 
-@pytest.mark.parametrize("kind", ["dict", "ArrayData"])
-def test_a_search_on_arrays_writes_every_output(ray_session, tmp_path, capsys, kind):
-    from trainables.data.arrays import from_arrays
-
-    arrays = _arrays(tmp_path)
-    data = arrays if kind == "dict" else from_arrays(arrays)
-    spec = SearchSpec(name=f"mem-{kind}", baseline="none", data=data, epochs=1, num_trials=2,
-                      space={"batch_size": [16, 32, 512]}, base={k: v for k, v in TINY.items()
-                                                             if k != "batch_size"},
-                      output_dir=str(tmp_path / "runs"),
-                      tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
-    result = run_search(spec)
-
+def _assert_every_output(result, tracking_uri: str, kind: str) -> None:
+    """The search ended whole: every file written, its data described (not dumped), its MLflow
+    parent run FINISHED."""
     assert result.best["status"] == "completed"
-    # 512 would make 0 optimizer steps on 240 samples: dropped from the space, never a trial.
-    assert "knob 'batch_size': dropped [512]" in capsys.readouterr().err
-    assert set(result.trials["batch_size"]) <= {16, 32}
     best = json.loads(Path(result.best_config_path).read_text())
-    assert best["data"] == f"<in-memory {type(data).__name__}>"  # a description, not the arrays
+    assert best["data"] == f"<in-memory {kind}>"  # a description, not the arrays
     for path in (result.leaderboard_path, result.pareto_path):
         assert Path(path).is_file()
     assert json.loads((Path(result.output_dir) / "search_state.json").read_text())["finished"]
-    assert _parent(spec.tracking_uri, spec.name).info.status == "FINISHED"
+    assert _parent(tracking_uri, result.experiment_name).info.status == "FINISHED"
+
+
+def test_a_search_on_arrays_writes_every_output(ray_session, tmp_path, capsys):
+    """ArrayData here; a dict of arrays in the bring-your-own example's search below."""
+    from trainables.data.arrays import from_arrays
+
+    data = from_arrays(_arrays(tmp_path))
+    spec = SearchSpec(name="mem-ArrayData", baseline="none", data=data, epochs=1, num_trials=2,
+                      space={"batch_size": [16, 32, 512]}, base={k: v for k, v in TINY.items()
+                                                             if k != "batch_size"},
+                      output_dir=str(tmp_path / "runs"),
+                      tracking_uri=sqlite_store(tmp_path))
+    result = run_search(spec)
+
+    # 512 would make 0 optimizer steps on 240 samples: dropped from the space, never a trial.
+    assert "knob 'batch_size': dropped [512]" in capsys.readouterr().err
+    assert set(result.trials["batch_size"]) <= {16, 32}
+    _assert_every_output(result, spec.tracking_uri, "ArrayData")
 
 
 def _readme_python_api() -> str:
@@ -77,6 +83,7 @@ def test_the_readme_python_api_snippet_runs(ray_session, in_tmp):
     imports = "from orchestrator import SearchSpec, run_search, train_config\n"
     assert code.startswith(imports)
     data = make_npz(in_tmp / "tiny.npz")
+    sqlite_store(in_tmp)  # the snippet's default store, ./mlflow.db, made empty beforehand
 
     def tiny_spec(**options) -> SearchSpec:
         return SearchSpec(**{**options, "data": data, "num_trials": 1, "epochs": 1,
@@ -95,9 +102,9 @@ def test_the_bring_your_own_example_runs(ray_session, tmp_path):
                                                   ROOT / "examples" / "bring_your_own.py")
     example = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(example)
+    uri = sqlite_store(tmp_path)
     result = example.main(n=200, num_trials=2, epochs=1, output_dir=str(tmp_path / "runs"),
-                          tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
-    assert result.best["status"] == "completed"
-    assert Path(result.best_config_path).is_file()
-    assert _parent(f"sqlite:///{tmp_path / 'mlflow.db'}", "byo-example").info.status == \
-        "FINISHED"
+                          tracking_uri=uri,
+                          baseline="none")  # the example's search is the subject
+    assert result.experiment_name == "byo-example"
+    _assert_every_output(result, uri, "dict")  # the example's data: a dict of arrays

@@ -19,7 +19,7 @@ import psutil
 import pytest
 import yaml
 
-from tests.conftest import make_npz
+from tests.conftest import make_npz, sqlite_store
 
 pytestmark = pytest.mark.integration
 
@@ -78,7 +78,7 @@ def test_search_ray_listens_on_loopback_only(tmp_path):
     spec = {"name": "loopback", "baseline": "none",
             "data": make_npz(tmp_path / "tiny.npz"), "num_trials": 1,
             "epochs": 1, "space": {"width": [0.25]}, "output_dir": str(tmp_path / "runs"),
-            "tracking_uri": f"sqlite:///{tmp_path / 'mlflow.db'}",
+            "tracking_uri": sqlite_store(tmp_path), "profile": "off",
             "base": {"batch_size": 16, "lr": 0.01, "patch_size": 12, "workers": 1}}
     (tmp_path / "spec.yaml").write_text(yaml.safe_dump(spec))
     # Start a local Ray, with Ray's own default for its authentication (no mode set).

@@ -17,12 +17,12 @@ pytestmark = pytest.mark.integration
 
 
 def test_search_trains_with_the_profiles_picks_and_records_them(ray_session, tmp_path):
-    from tests.conftest import make_npz
+    from tests.conftest import make_npz, sqlite_store
 
     spec = SearchSpec(
         name="it-profile", data=make_npz(tmp_path / "tiny.npz"), baseline="none", epochs=1,
         num_trials=1, space={}, base={"batch_size": 16, "patch_size": 12, "width": 0.25},
-        output_dir=str(tmp_path / "runs"), tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
+        output_dir=str(tmp_path / "runs"), tracking_uri=sqlite_store(tmp_path))
     result = run_search(spec)
     row = result.trials.iloc[0]
     assert row["status"] == "completed"

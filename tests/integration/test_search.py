@@ -1,4 +1,5 @@
-"""A real 2-trial search: local Ray (shared), Ray Train workers, Optuna, MLflow in SQLite."""
+"""A real 2-trial search: local Ray (shared), a trial in its Tune process and one on Ray Train
+workers, Optuna, MLflow in SQLite."""
 
 from __future__ import annotations
 
@@ -16,14 +17,18 @@ TINY_BASE = {"batch_size": 16, "lr": 0.01, "patch_size": 12}
 
 @pytest.fixture(scope="module")
 def search(ray_session, tmp_path_factory):
-    from tests.conftest import make_npz
+    from tests.conftest import make_npz, sqlite_store
 
     root = tmp_path_factory.mktemp("search")
     data = make_npz(root / "tiny.npz")
     spec = SearchSpec(
         name="it-search", data=data, baseline="none", epochs=2, num_trials=2, seed=1,
         space={"width": [0.25, 0.5], "workers": [1, 2]}, base=TINY_BASE,
-        output_dir=str(root / "runs"), tracking_uri=f"sqlite:///{root / 'mlflow.db'}",
+        # One trial on each path: in its Tune process, and a Ray Train worker group (unpinned,
+        # this seed's sampler picked 2 workers for both).
+        warm_start=[{"width": 0.5, "workers": 1}, {"width": 0.25, "workers": 2}],
+        profile="off",  # tests/integration/test_profile_search.py runs a search with it
+        output_dir=str(root / "runs"), tracking_uri=sqlite_store(root),
     )
     return spec, run_search(spec)
 
@@ -75,7 +80,7 @@ def test_mlflow_holds_parent_and_child_runs(search):
 
 def test_best_config_reruns_with_train(search, tmp_path):
     spec, result = search
-    rerun = train_config(result.best_config_path, epochs=1,
+    rerun = train_config(result.best_config_path, epochs=1, profile="off",
                          output_dir=str(tmp_path / "runs"), tracking_uri=spec.tracking_uri)
     assert len(rerun.trials) == 1 and rerun.trials.iloc[0]["status"] == "completed"
     assert rerun.best_config == {**result.best_config, "epochs": 1}

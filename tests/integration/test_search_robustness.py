@@ -10,6 +10,7 @@ import torch
 from mlflow.tracking import MlflowClient
 
 from orchestrator import SearchSpec, run_search
+from tests.conftest import sqlite_store
 
 pytestmark = pytest.mark.integration
 
@@ -19,7 +20,7 @@ BASE = {"batch_size": 16, "patch_size": 12, "sync_every": 2}
 def _spec(root, data, name, **options):
     return SearchSpec(name=name, data=data, output_dir=str(root / "runs"),
                       baseline="none",  # these tests are about trials, not the baseline
-                      tracking_uri=f"sqlite:///{root / 'mlflow.db'}", seed=0, **options)
+                      tracking_uri=sqlite_store(root), seed=0, **options)
 
 
 def test_oom_and_divergence_are_statuses_and_the_search_goes_on(ray_session, tmp_path):

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from orchestrator import SearchSpec, run_search
+from tests.conftest import sqlite_store
 
 pytestmark = pytest.mark.integration
 
@@ -17,7 +18,8 @@ def test_signals_example_runs_a_conv1d_search(ray_session, tmp_path):
     from examples import signals_1d
 
     result = signals_1d.search(n=400, num_trials=2, epochs=2, output_dir=str(tmp_path / "runs"),
-                               tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
+                               tracking_uri=sqlite_store(tmp_path),
+                               baseline="none")  # the example's search is the subject
     assert set(result.trials["status"]) == {"completed"}
     assert result.best["val_score"] > 0.5  # 3 classes: chance is 0.33
     assert result.best_config["patch_size"] in (48, 64)
@@ -32,6 +34,6 @@ def test_feature_vectors_search_without_crops(ray_session, tmp_path):
         baseline="none",
         name="it-features", data={"x": x, "y": y}, num_trials=1, epochs=2, space={},
         base={"batch_size": 32, "lr": 0.01, "width": 0.5},
-        output_dir=str(tmp_path / "runs"), tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}"))
+        output_dir=str(tmp_path / "runs"), tracking_uri=sqlite_store(tmp_path)))
     assert result.best["val_score"] > 0.8
     assert result.best_config["patch_size"] is None  # nothing to crop: no crop

@@ -13,6 +13,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from orchestrator import SearchSpec, run_search
+from tests.conftest import sqlite_store
 from tests.volumes import write_volume_folder
 
 pytestmark = pytest.mark.integration
@@ -35,7 +36,7 @@ def search(ray_session, tmp_path_factory):
         name="it-unet3d", workload="unet3d", data=str(write_volume_folder(root / "volumes")),
         epochs=2, num_trials=2, seed=0, base=TINY, warm_start=POINTS,
         space={knob: [p[knob] for p in POINTS] for knob in POINTS[0]},
-        output_dir=str(root / "runs"), tracking_uri=f"sqlite:///{root / 'mlflow.db'}",
+        output_dir=str(root / "runs"), tracking_uri=sqlite_store(root),
     )
     return spec, run_search(spec)
 

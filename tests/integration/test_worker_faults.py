@@ -15,12 +15,12 @@ pytestmark = pytest.mark.integration
 def test_killed_worker_resumes_from_checkpoint(ray_session, tmp_path, workers):
     """2 workers: a Ray Train worker dies and Train's FailureConfig restarts the group. 1 worker:
     the trial trains in its Tune process, which dies; Tune's FailureConfig restarts it."""
-    from tests.conftest import make_npz
+    from tests.conftest import make_npz, sqlite_store
 
     spec = SearchSpec(
         name="it-faults", data=make_npz(tmp_path / "tiny.npz"), epochs=3, num_trials=1,
         space={}, output_dir=str(tmp_path / "runs"), baseline="none",
-        tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}",
+        tracking_uri=sqlite_store(tmp_path),
         base={"batch_size": 16, "lr": 0.01, "patch_size": 12, "width": 0.25,
               "checkpoint_every": 1, "workload": "tests.integration.faults:dies_once",
               "workers": workers},

@@ -43,6 +43,7 @@ def test_load_data_dispatches_on_the_suffix_and_holds_out_validation(tmp_path):
     assert sorted(map(bytes, got)) == sorted(map(bytes, x))  # the same samples, split
 
 
+@pytest.mark.integration
 def test_round_trip_through_ray_data(tmp_path, ray_session):
     x, y = arrays()
     path = write_parquet(tmp_path / "d.parquet", x, y)

@@ -1,7 +1,8 @@
 """The Ray Data pipeline: exactly-once epochs across a real 2-way shard split, seeded shuffles,
 and datasets that every trial shares from the object store.
 
-Run: PYTHONPATH=. python -m pytest -q tests/trainables/test_pipeline.py
+Needs Ray (the session fixture) except the seeded-order unit test; run under the Ray lock:
+    flock /tmp/ray.lock python -m pytest -q tests/trainables/test_pipeline.py
 """
 
 from __future__ import annotations
@@ -67,6 +68,7 @@ def id_dataset(ray_session):
     return to_ray_datasets(id_data(), block_rows=16)["train"]
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("cache", [True, False], ids=["cached", "streamed"])
 def test_two_workers_see_every_sample_once_per_epoch_in_a_seeded_order(id_dataset, cache):
     seen = run_split(id_dataset, cache=cache, seed=7)
@@ -89,6 +91,7 @@ def test_two_workers_see_every_sample_once_per_epoch_in_a_seeded_order(id_datase
     assert run_split(id_dataset, cache=cache, seed=8) != seen
 
 
+@pytest.mark.integration
 def test_cached_shard_holds_all_of_this_workers_rows(id_dataset):
     feed = ShardFeed(id_dataset, batch_size=64, device=torch.device("cpu"), cache=True,
                      shuffle=False, drop_last=False)
@@ -100,6 +103,7 @@ def test_cached_shard_holds_all_of_this_workers_rows(id_dataset):
     assert torch.equal(labels, ids % 5)  # labels stay paired with their images
 
 
+@pytest.mark.integration
 def test_every_trial_shares_the_one_materialized_copy(id_dataset, tmp_path):
     """Datasets reach trials through tune.with_parameters (as in orchestrator.search): every
     trial gets references to the same blocks in the object store, so nothing is re-read."""
@@ -124,6 +128,7 @@ def test_every_trial_shares_the_one_materialized_copy(id_dataset, tmp_path):
 
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("cache", [True, False], ids=["cached", "streamed"])
 def test_label_volumes_stay_paired_with_their_images_through_a_split(ray_session, cache):
     """Segmentation rows: x (1, 8, 8, 8) float, y (1, 8, 8, 8) label volume (uint8 in the

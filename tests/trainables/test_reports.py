@@ -4,6 +4,8 @@ import pytest
 
 from trainables.trial.reports import ObjectiveReport, forward_reports
 
+pytestmark = pytest.mark.integration  # a real Ray queue actor (the session's Ray)
+
 
 @pytest.fixture
 def queue(ray_session):

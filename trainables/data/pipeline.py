@@ -74,7 +74,9 @@ def to_ray_datasets(data: ArrayData, block_rows: int | None = None) -> dict:
             _table(x[i : i + rows], y[i : i + rows])
             for i in range(0, len(x), rows)
         ]
-        datasets[name] = ray.data.from_arrow(blocks).materialize()
+        # from_blocks keeps these blocks as they are and reads their row counts and schema
+        # here; from_arrow would ask a Ray task for them (~0.6 s a dataset in a fresh worker).
+        datasets[name] = ray.data.from_blocks(blocks).materialize()
     return datasets
 
 

@@ -51,6 +51,7 @@ COMMANDS: dict[str, str] = {
     "orchestrator search --strategy screen --objective match_baseline --full-epochs 15":
         "screen",
     "--baseline seeds": "screen",
+    "--strategy screen": "screen",
     "--model module:function --data your.npz": "own_match",
     "--trials": "options",
     "--placement PACK": "options",

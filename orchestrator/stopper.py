@@ -73,19 +73,18 @@ class TargetStopper(Stopper):
         self._best_score: dict[str, float] = {}
 
     def __call__(self, trial_id: str, result: dict) -> bool:
+        target = getattr(self.objective, "target", None)
         reached = result.get("time_to_target_s")
         if _finite(reached):  # (also at its last epoch, where it ends by itself)
             self.best_s = min(self.best_s if self.best_s is not None else math.inf, reached)
         if result.get("status", TrialStatus.RUNNING) != TrialStatus.RUNNING:
             last = result.get("done") or result.get("epoch") == result.get("epochs_planned")
-            if last and not _finite(result.get("time_to_target_s")):  # all its epochs, short
+            if last and not _finite(reached):  # all its epochs, and still below the target
                 best = max(self._best_score.get(trial_id, -math.inf),
                            float(result.get("val_score", -math.inf)))
-                target = getattr(self.objective, "target", None)
                 self.behind[trial_id] = target - best if _finite(target) and _finite(best) \
                     else math.inf
             return False  # it ends by itself (done, diverged, infeasible, ...)
-        target = getattr(self.objective, "target", None)
         if _finite(reached):
             self.stopped[trial_id] = (
                 TrialStatus.EARLY_STOPPED,

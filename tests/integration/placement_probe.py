@@ -55,10 +55,8 @@ def run_one(placement: str, attempt: int, data: str, out: Path) -> dict:
 def main(out: Path) -> dict:
     import ray
     import ray._private.utils
-    from mlflow.tracking import MlflowClient
     from ray.cluster_utils import Cluster
 
-    from orchestrator import SearchSpec, run_search
     from orchestrator.resources import RAY_ENV
     from tests.conftest import make_npz
 

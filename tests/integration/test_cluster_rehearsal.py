@@ -21,7 +21,6 @@ import os
 import queue
 import secrets
 import shutil
-import signal
 import subprocess
 import tempfile
 import threading

@@ -6,7 +6,6 @@ Real Ray, real Optuna, real MLflow; trial order is pinned with warm-start points
 from __future__ import annotations
 
 import io
-import json
 import math
 from pathlib import Path
 

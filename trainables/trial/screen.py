@@ -16,7 +16,7 @@ after) on one batch of the training shard; `trainables.loop.profile.StepTimer` d
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
@@ -70,7 +70,12 @@ def screen(plan: ScreenPlan, train_shard, device: torch.device, world: int = 1, 
                         model_builder=plan.model_builder)
             started = time.perf_counter()
             first_batch, load_s, data_s = feeds[batch]
-            t = StepTimer(plan.meta, io, first_batch, data_parallel=world > 1)(cfg)
+            # cuDNN's algorithm search runs once per new shape and cost 1-4 s a candidate on an
+            # H100 (the screen took 105 s for 60 candidates with it, 11 s without; steady steps
+            # alike, docs/benchmarks.md): the screen ranks steady steps, and each trial's
+            # profile still decides cudnn_benchmark for its own run.
+            timed = replace(cfg, cudnn_benchmark=False)
+            t = StepTimer(plan.meta, io, first_batch, data_parallel=world > 1)(timed)
         except Exception as err:  # noqa: BLE001 - a candidate's end is its result
             outcome = status_of(err)
             if world > 1:

@@ -34,8 +34,8 @@ from trainables.trial.trainable import reuse_actors
 
 # Candidates whose switches (channels_last, ...) are timed after the first screen.
 REFINED = 3
-# A prediction may be this much too slow: a candidate predicted at most 1/SLACK times a
-# measured time to the target is still worth confirming.
+# A (calibrated) prediction may be this much too fast: a candidate predicted at most 1/SLACK
+# times a measured time to the target is still worth confirming.
 SLACK = 0.75
 
 
@@ -146,7 +146,7 @@ class ScreenStages:
         s = self.search
         target = s.objective.target
         stopper = TargetStopper(s.objective, curve=s.baseline.get("curve"))
-        todo, skipped, missed = [], 0, []
+        todo, skipped, missed, measured = [], 0, [], []
         for pred in self.predictions:
             if not pred.predicted_speedup > 1.0:
                 continue  # predicted no faster than the baseline: not worth a trial
@@ -157,6 +157,8 @@ class ScreenStages:
                 self.earlier.append(_earlier_record(earlier, self.trial_knobs(pred)))
                 stopper.best_s = min(stopper.best_s or float("inf"),
                                      earlier["time_to_target_s"])
+                if pred.predicted_time_s > 0:  # how far off the prediction was: calibrates
+                    measured.append(earlier["time_to_target_s"] / pred.predicted_time_s)
             else:
                 skipped += 1  # failed, or could not reach a target this low: never retried
                 if earlier.get("short_by") is not None:  # it learned too little: so do others
@@ -178,7 +180,7 @@ class ScreenStages:
             config_key(self.trial_knobs(p)): p.to_dict() for p in todo})
         searcher = Confirmations([self.trial_knobs(p) for p in todo],
                                  [p.predicted_time_s for p in todo], stopper, SLACK,
-                                 missed=missed)
+                                 missed=missed, measured=measured)
         workers = [int(p.config.get("workers", 1)) for p in todo]
         s._fit(TuneRun(trainable(ctx, s._datasets()), {}, num_samples=planned,
                        max_concurrent=s.prepared.plan.max_concurrent_trials,

@@ -113,7 +113,9 @@ class Search:
         joining = _joining()
         if not joining:  # the plan needs only this machine: check it before Ray starts
             self.prepared = prepare(spec, data, *resources.local_resources())
-        self.started_ray = resources.init_ray()
+        trains = joining or self._trains_more()
+        if trains:  # a resume with only the results left to write needs no Ray
+            self.started_ray = resources.init_ray()
         self.interrupts.install()  # ray.init took SIGTERM for itself
         if joining:
             self.prepared = prepare(spec, data, *resources.cluster_resources())
@@ -123,7 +125,7 @@ class Search:
         self.tracker = self.tracker or MlflowTracker(
             spec.resolved_tracking_uri(), artifact_root=spec.resolved_artifact_root(),
             fallback_dir=self.folder.root, outbox_file=self.folder.outbox)
-        if not spec.rerun_duplicates:
+        if trains and not spec.rerun_duplicates:
             from trainables.trial.ledger import start_ledger
 
             self.ledger = start_ledger()
@@ -248,7 +250,10 @@ class Search:
             print(f"  resuming: stages done {sorted(self.done) or 'none'}; "
                   f"{len(trials)} trial(s) already finished, {len(self.book.cut_short)} cut "
                   f"short by the stop (discarded, run again), "
-                  f"{max(0, spec.num_trials - len(trials))} to run", file=out, flush=True)
+                  f"{max(0, spec.num_trials - len(trials))} to run"
+                  + ("" if self.started_ray or _joining() else
+                     "; only the results are left to write (no Ray needed)"),
+                  file=out, flush=True)
 
     def _trial_context(self, base: dict, objective, profile: tuple[str, ...], ledger,
                        measure_noise: bool = False):
@@ -262,6 +267,12 @@ class Search:
             always_use_worker_group=self.spec.always_use_worker_group,
             placement=self.spec.placement, ledger=ledger, profile=profile,
             measure_noise=measure_noise)
+
+    def _trains_more(self) -> bool:
+        """Whether a stage that trains is still to run (not recorded done by the folder)."""
+        training = ("baseline", "tune") if self.screens is None else \
+            ("baseline", "screen", "predict", "confirm")
+        return not self.done.issuperset(training)
 
     def _datasets(self) -> dict:
         """The data in Ray's object store, once per search: every trial of every stage shares it."""

@@ -66,6 +66,8 @@ class TargetStopper(Stopper):
         # validation must not lower the bar).
         self.curve = [(e / len(curve), max(s for _, s, _ in curve[:i + 1]))
                       for i, (e, _, _) in enumerate(curve)] if curve else []
+        self.reached: dict[str, float] = {}
+        """Trials that reached the target, and their training time to it."""
         self.behind: dict[str, float] = {}
         """Trials that cannot reach the target as they learn, and by how much they fell short:
         cut for falling behind the baseline's learning curve (the gap to it), or ended below
@@ -77,6 +79,7 @@ class TargetStopper(Stopper):
         reached = result.get("time_to_target_s")
         if _finite(reached):  # (also at its last epoch, where it ends by itself)
             self.best_s = min(self.best_s if self.best_s is not None else math.inf, reached)
+            self.reached.setdefault(trial_id, float(reached))
         if result.get("status", TrialStatus.RUNNING) != TrialStatus.RUNNING:
             last = result.get("done") or result.get("epoch") == result.get("epochs_planned")
             if last and not _finite(reached):  # all its epochs, and still below the target

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import pickle
+import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -66,17 +67,34 @@ class Confirmations(Searcher):
     nothing), the one that fell least short first.
     A configuration that differs from one already proposed only in speed switches
     (`trainables.config.SPEED_ONLY`) is not proposed: it trains the same run, and the screen
-    has timed both (the faster, predicted first, is the one proposed)."""
+    has timed both (the faster, predicted first, is the one proposed).
+    Predictions are calibrated by what was measured: once confirmations (this search's, or an
+    earlier search's, `measured`) have reached the target, every prediction is scaled by the
+    median of their measured / predicted times before the comparison with `best_s`. A few
+    steps miss what a whole run pays per epoch (validation, the epoch's host sync, launches on
+    a GPU), so predictions run short by a similar factor for every candidate, and an
+    uncalibrated bound would confirm candidates that cannot win."""
 
     def __init__(self, configs: list[dict], predicted: list[float], stopper,
-                 slack: float = 0.75, missed: list[tuple[dict, float]] = ()):
+                 slack: float = 0.75, missed: list[tuple[dict, float]] = (),
+                 measured: list[float] = ()):
         """missed: (configuration, how far short it fell) of earlier searches' misses, which
-        teach as this search's own do."""
+        teach as this search's own do. measured: measured / predicted time to the target of
+        earlier searches' confirmations that reached it."""
         super().__init__()
         self.configs, self.predicted = list(configs), list(predicted)
         self.stopper, self.slack, self.earlier = stopper, slack, list(missed)
+        self.measured = list(measured)
         self.left = list(range(len(self.configs)))  # not proposed yet, fastest predicted first
         self.proposed: dict[str, dict] = {}  # trial id -> its configuration
+        self.predicted_of: dict[str, float] = {}  # trial id -> its predicted time
+
+    def calibration(self) -> float:
+        """Measured over predicted time to the target (median; 1 before any measurement)."""
+        reached = getattr(self.stopper, "reached", {})
+        ratios = self.measured + [reached[t] / self.predicted_of[t] for t in self.predicted_of
+                                  if t in reached and self.predicted_of[t] > 0]
+        return statistics.median(ratios) if ratios else 1.0
 
     def suggest(self, trial_id: str):
         missed = self.earlier + [(self.proposed[t], gap) for t, gap in self.stopper.behind.items()
@@ -90,11 +108,12 @@ class Confirmations(Searcher):
         # Stable: within a rank, fastest predicted first.
         order = sorted(self.left,
                        key=lambda i: short.get(_key(learning_knobs(self.configs[i])), -1.0))
-        best = self.stopper.best_s
+        best, scale = self.stopper.best_s, self.calibration() * self.slack
         for i in order:
-            if best is None or self.predicted[i] * self.slack <= best:
+            if best is None or self.predicted[i] * scale <= best:
                 self.left.remove(i)
                 self.proposed[trial_id] = dict(self.configs[i])
+                self.predicted_of[trial_id] = self.predicted[i]
                 return dict(self.configs[i])
         return Searcher.FINISHED  # the rest are predicted slower than a time measured
 
@@ -109,12 +128,14 @@ class Confirmations(Searcher):
     # the stopper is the run's own (Tune restores that), so it is not saved twice.
     def save(self, checkpoint_path: str) -> None:
         with open(checkpoint_path, "wb") as f:
-            pickle.dump({"left": self.left, "proposed": self.proposed}, f)
+            pickle.dump({"left": self.left, "proposed": self.proposed,
+                         "predicted_of": self.predicted_of}, f)
 
     def restore(self, checkpoint_path: str) -> None:
         with open(checkpoint_path, "rb") as f:
             state = pickle.load(f)
         self.left, self.proposed = state["left"], state["proposed"]
+        self.predicted_of = state.get("predicted_of", {})
 
 
 def _learns_no_more(config: dict, missed: dict) -> bool:

@@ -122,6 +122,10 @@ COMMANDS: dict[str, str] = {
     "python -m orchestrator search --name measure-compile --profile compile --trials 1 "
     "--epochs 1 --baseline none": "options",
     "--epochs 15": "options",  # benchmarks/search_efficiency.py's --epochs, spelled as ours
+    # docs/benchmarks.md, the H100 section: the same searches, run there on a GPU node
+    "orchestrator search --trials 8 --epochs 3": "quickstart",
+    "orchestrator search --strategy screen --objective match_baseline --full-epochs 8 "
+    "--trials 3": "screen",
     # docs/cluster.md
     "python -m orchestrator search --spec my-search.yaml --trials 16 --epochs 5 --placement "
     "PACK --tracking-uri sqlite:////home/ray/mlflow.db --output-dir /home/ray/runs": JOB,

@@ -194,4 +194,5 @@ def test_a_stop_while_results_are_written_is_finished_by_resume(tmp_path):
 
     resumed = _resume(folder, tmp_path)
     assert " start" not in resumed  # nothing trains again: only the results are written
+    assert "only the results are left to write (no Ray needed)" in resumed, resumed
     _assert_whole(folder, tmp_path)

@@ -85,6 +85,28 @@ def test_confirmations_go_in_order_and_stop_once_the_rest_cannot_win():
     assert searcher.suggest("t3") == "FINISHED"  # 30 s x 0.75 > 11 s: cannot win
 
 
+def test_predictions_are_calibrated_by_the_confirmations_measured():
+    """A confirmation that took 1.5x its prediction scales the rest: 14 s predicted is 21 s
+    expected, x 0.75 slack > 15 s measured, so it is not confirmed (uncalibrated, 10.5 s would
+    have been)."""
+    stopper = TargetStopper(MatchBaselineObjective(baseline_score=0.8, baseline_s=100.0))
+    searcher = Confirmations([{"b": 1}, {"b": 2}, {"b": 3}], [10.0, 12.0, 14.0], stopper)
+    assert searcher.suggest("t1") == {"b": 1} and searcher.calibration() == 1.0
+    assert stopper("t1", {"time_to_target_s": 15.0, "train_time_s": 15.0, "epoch": 5,
+                          "epochs_planned": 10, "val_score": 0.8, "status": "running"})
+    assert searcher.calibration() == pytest.approx(1.5)
+    assert searcher.suggest("t2") == {"b": 2}  # 12 x 1.5 x 0.75 = 13.5 <= 15
+    assert searcher.suggest("t3") == "FINISHED"  # 14 x 1.5 x 0.75 = 15.75 > 15
+
+
+def test_an_earlier_searchs_measurements_calibrate_from_the_start():
+    stopper = TargetStopper(MatchBaselineObjective(baseline_score=0.8, baseline_s=100.0))
+    stopper.best_s = 20.0  # an earlier search's confirmation reached the target in 20 s
+    searcher = Confirmations([{"b": 1}, {"b": 2}], [9.0, 14.0], stopper, measured=[2.0])
+    assert searcher.suggest("t1") == {"b": 1}  # 9 x 2 x 0.75 = 13.5 <= 20
+    assert searcher.suggest("t2") == "FINISHED"  # 14 x 2 x 0.75 = 21 > 20
+
+
 def test_confirmations_restored_go_on_where_they_stood(tmp_path):
     stopper = TargetStopper(MatchBaselineObjective(baseline_score=0.8, baseline_s=100.0))
     configs, predicted = [{"b": 1}, {"b": 2}, {"b": 3}], [10.0, 12.0, 13.0]
@@ -94,6 +116,7 @@ def test_confirmations_restored_go_on_where_they_stood(tmp_path):
     again = Confirmations(configs, predicted, stopper)
     again.restore(str(tmp_path / "searcher.pkl"))
     assert again.suggest("t2") == {"b": 2} and again.proposed["t1"] == {"b": 1}
+    assert again.predicted_of["t1"] == 10.0  # what calibrates once t1 reaches the target
 
 
 def test_a_speed_only_variant_of_a_proposed_configuration_is_not_confirmed_again():

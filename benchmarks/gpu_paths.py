@@ -34,7 +34,6 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from trainables.config import TrialConfig  # noqa: E402
-from trainables.data import shard_cache  # noqa: E402
 from trainables.data.shard_cache import TensorShard  # noqa: E402
 from trainables.loop import LoopIO, fit  # noqa: E402
 from trainables.workloads import WORKLOADS  # noqa: E402
@@ -90,15 +89,14 @@ def loop_rows(workload: str, epochs: int, repeats: int, samples: int | None,
     val_step = 256 if meta.task == "classify" else 1
 
     def feed(kind: str) -> TensorShard:
-        if kind == "pageable":
-            return TensorShard(torch.from_numpy(x_np), torch.from_numpy(y_np))
-        # "pinned": as TensorShard.load keeps a shard too big for the GPU (page-locked host).
-        fraction = shard_cache.DEVICE_CACHE_FRACTION
-        shard_cache.DEVICE_CACHE_FRACTION = 0.5 if kind == "device" else 0.0
-        try:
-            return TensorShard.load(ArrayShard(x_np, y_np), device=device)
-        finally:
-            shard_cache.DEVICE_CACHE_FRACTION = fraction
+        """The worker's shard as `TensorShard.load` keeps it: on the GPU when it fits, else in
+        page-locked host memory; "pageable" is a plain host copy (blocking copies)."""
+        x, y = torch.from_numpy(x_np), torch.from_numpy(y_np)
+        if kind == "device":
+            return TensorShard(x.to(device), y.to(device))
+        if kind == "pinned" and device.type == "cuda":  # (--cpu: nothing to pin for)
+            return TensorShard(x.pin_memory(), y.pin_memory())
+        return TensorShard(x, y)
 
     def run(kind: str, switches: dict) -> dict:
         cfg = TrialConfig(workload=workload, epochs=epochs, seed=0,

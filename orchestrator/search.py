@@ -62,6 +62,7 @@ class Search:
         self.tracker, self.book, self.ledger = tracker, None, None
         self.prepared: Prepared | None = None  # set by the prepare stage
         self.datasets, self.baseline, self.started_ray = None, None, False
+        self.uses_ray = True  # False: a resume with only the results left to write (prepare)
         self.done = set(self.folder.stages_done()) if resume else set()
         self.started, self.seconds = time.time(), {}  # stage -> seconds, in this driver
         self.screens = ScreenStages(self) if spec.strategy == "screen" else None
@@ -113,8 +114,8 @@ class Search:
         joining = _joining()
         if not joining:  # the plan needs only this machine: check it before Ray starts
             self.prepared = prepare(spec, data, *resources.local_resources())
-        trains = joining or self._trains_more()
-        if trains:  # a resume with only the results left to write needs no Ray
+        self.uses_ray = joining or self._trains_more()
+        if self.uses_ray:  # a resume with only the results left to write needs no Ray
             self.started_ray = resources.init_ray()
         self.interrupts.install()  # ray.init took SIGTERM for itself
         if joining:
@@ -125,7 +126,7 @@ class Search:
         self.tracker = self.tracker or MlflowTracker(
             spec.resolved_tracking_uri(), artifact_root=spec.resolved_artifact_root(),
             fallback_dir=self.folder.root, outbox_file=self.folder.outbox)
-        if trains and not spec.rerun_duplicates:
+        if self.uses_ray and not spec.rerun_duplicates:
             from trainables.trial.ledger import start_ledger
 
             self.ledger = start_ledger()
@@ -251,7 +252,7 @@ class Search:
                   f"{len(trials)} trial(s) already finished, {len(self.book.cut_short)} cut "
                   f"short by the stop (discarded, run again), "
                   f"{max(0, spec.num_trials - len(trials))} to run"
-                  + ("" if self.started_ray or _joining() else
+                  + ("" if self.uses_ray else
                      "; only the results are left to write (no Ray needed)"),
                   file=out, flush=True)
 

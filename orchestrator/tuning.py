@@ -91,7 +91,7 @@ class Confirmations(Searcher):
 
     def calibration(self) -> float:
         """Measured over predicted time to the target (median; 1 before any measurement)."""
-        reached = getattr(self.stopper, "reached", {})
+        reached = self.stopper.reached
         ratios = self.measured + [reached[t] / self.predicted_of[t] for t in self.predicted_of
                                   if t in reached and self.predicted_of[t] > 0]
         return statistics.median(ratios) if ratios else 1.0

@@ -24,6 +24,10 @@ from trainables.trial.resources import ResourcePlan
 # Ray Train's controller polls its workers every 2 s by default; each trial then waits up to
 # 2 s to notice its workers started and again to notice they finished. 0.1 s saves ~4 s a trial.
 RAY_ENV = {"RAY_TRAIN_HEALTH_CHECK_INTERVAL_S": "0.1"}
+# ...and on a Ray this machine starts, it watches no node for preemption: its one node is this
+# machine, which no cloud drains. The watcher is an actor of its own per worker group; not
+# starting it saves ~1.4 s of a 2-worker trial's ~15 s here (a cluster keeps it).
+LOCAL_RAY_ENV = {**RAY_ENV, "RAY_TRAIN_ENABLE_PREEMPTION_WATCHER": "0"}
 
 
 def local_resources() -> tuple[int, int, int]:
@@ -157,7 +161,7 @@ def init_ray() -> bool:
             # binds to 127.0.0.1 when the node's IP is 127.0.0.1; see `_loopback_only`.
             _node_ip_address=LOOPBACK,
             dashboard_host=LOOPBACK,
-            runtime_env={"env_vars": {**RAY_ENV, **dashboard}},
+            runtime_env={"env_vars": {**LOCAL_RAY_ENV, **dashboard}},
             dashboard_port=int(dashboard["RAY_API_SERVER_ADDRESS"].rsplit(":", 1)[1]),
             logging_level=logging.WARNING,
             # Worker and Train-controller logs stay in Ray's log folder (session_latest/logs); the

@@ -1,7 +1,7 @@
 """Runs two tiny searches on a simulated 2-node Ray cluster (`ray.cluster_utils.Cluster`), one
 with PACK and one with SPREAD placement, and prints what each trial's workers saw as JSON.
 
-Run by tests/integration/test_placement.py in a subprocess, because a simulated cluster and the
+Run by tests/integration/probes.py in a subprocess, because a simulated cluster and the
 suite's shared local Ray cannot both be connected in one process:
     python -m tests.integration.placement_probe OUT_DIR
 """
@@ -57,14 +57,21 @@ def main(out: Path) -> dict:
     import ray._private.utils
     from ray.cluster_utils import Cluster
 
-    from orchestrator.resources import RAY_ENV
+    from orchestrator.resources import RAY_ENV, _own_dashboard
     from tests.conftest import make_npz
 
     # Cluster() writes its address to /tmp/ray/ray_current_cluster, where any `ray.init()` or
     # Ray CLI on this machine would find and join it: keep it private.
     ray._private.utils.write_ray_address = lambda *args, **kwargs: None
-    os.environ.update(RAY_ENV)  # the nodes' processes inherit it
-    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 0})
+    # A dashboard of its own, named to its processes: Ray Train's placement-group cleaner finds
+    # the state API by auto-detection, which picks another Ray's dashboard when other local Ray
+    # instances run beside this one (the other probes do): a trial's placement group was then
+    # freed late and the PACK search waited for CPUs, 62 s -> 132 s.
+    dashboard = _own_dashboard()
+    os.environ.update({**RAY_ENV, **dashboard})  # the nodes' processes inherit it
+    port = int(dashboard["RAY_API_SERVER_ADDRESS"].rsplit(":", 1)[1])
+    cluster = Cluster(initialize_head=True, head_node_args={
+        "num_cpus": 0, "dashboard_host": "127.0.0.1", "dashboard_port": port})
     try:
         for _ in range(2):
             cluster.add_node(num_cpus=2)

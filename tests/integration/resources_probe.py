@@ -7,7 +7,7 @@
 - `cpu`: a local Ray with fewer CPUs than the machine's cores (`num_cpus=1`, as a container's CPU
   quota does); a real one-trial search must plan on that 1 CPU and complete.
 
-Run by tests/integration/test_resources_fit.py in a subprocess (a simulated cluster and the
+Run by tests/integration/probes.py in a subprocess (a simulated cluster and the
 suite's shared local Ray cannot both be connected in one process):
     python -m tests.integration.resources_probe gpu|cpu OUT_DIR
 """
@@ -41,7 +41,9 @@ def gpu(out: Path) -> dict:
 
     # Cluster() writes its address where any `ray.init()` on this machine would join it.
     ray._private.utils.write_ray_address = lambda *args, **kwargs: None
-    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 0})
+    # No dashboard: placement groups need none, and it would take a port other Rays look at.
+    cluster = Cluster(initialize_head=True,
+                      head_node_args={"num_cpus": 0, "include_dashboard": False})
     try:
         for _ in range(2):
             cluster.add_node(num_cpus=4, num_gpus=1)

@@ -66,12 +66,18 @@ class Cluster:
     workers: list[Node] = field(default_factory=list)
 
     def nodes(self) -> list[dict]:
-        listed = ray_cli(["list", "nodes", "--address", self.url, "--format", "json",
-                       "--limit", "100"], self.env)
-        assert listed.returncode == 0, listed.stdout + listed.stderr
-        if not listed.stdout.lstrip().startswith("["):  # "No resource in the cluster": not yet
-            return []
-        return json.loads(listed.stdout)
+        """What `ray list nodes` lists, asked of the state API over HTTP: the CLI is a Python
+        process importing Ray per call, and the fixtures poll this every 0.5 s."""
+        token = Path(self.env["RAY_AUTH_TOKEN_PATH"]).read_text().strip()
+        asked = urllib.request.Request(f"{self.url}/api/v0/nodes?limit=100",
+                                       headers={"Authorization": f"Bearer {token}"})
+        try:
+            with urllib.request.urlopen(asked, timeout=30) as answer:
+                return json.load(answer)["data"]["result"]["result"]
+        except urllib.error.HTTPError as err:
+            if err.code >= 500:  # the state API not up yet: no node listed yet
+                return []
+            raise
 
     def add_worker(self, num_cpus: int = 2) -> Node:
         """`ray start --address` a node of `num_cpus` CPUs, with its own temp dir and ports;

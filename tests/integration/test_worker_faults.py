@@ -20,6 +20,7 @@ def test_killed_worker_resumes_from_checkpoint(ray_session, tmp_path, workers):
     spec = SearchSpec(
         name="it-faults", data=make_npz(tmp_path / "tiny.npz"), epochs=3, num_trials=1,
         space={}, output_dir=str(tmp_path / "runs"), baseline="none",
+        profile="off",  # what restarts, not what the profile picks (it would time each attempt)
         tracking_uri=sqlite_store(tmp_path),
         base={"batch_size": 16, "lr": 0.01, "patch_size": 12, "width": 0.25,
               "checkpoint_every": 1, "workload": "tests.integration.faults:dies_once",

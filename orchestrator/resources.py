@@ -26,7 +26,7 @@ from trainables.trial.resources import ResourcePlan
 RAY_ENV = {"RAY_TRAIN_HEALTH_CHECK_INTERVAL_S": "0.1"}
 # ...and on a Ray this machine starts, it watches no node for preemption: its one node is this
 # machine, which no cloud drains. The watcher is an actor of its own per worker group; not
-# starting it saves ~1.4 s of a 2-worker trial's ~15 s here (a cluster keeps it).
+# starting it saves ~1 s of a 2-worker trial's ~13 s here (a cluster keeps it; docs/benchmarks.md).
 LOCAL_RAY_ENV = {**RAY_ENV, "RAY_TRAIN_ENABLE_PREEMPTION_WATCHER": "0"}
 
 

@@ -27,8 +27,9 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -120,7 +121,7 @@ class Sockets:
                         self.auth_modes[name] = process.environ().get("RAY_AUTH_MODE")
                 except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
                     continue
-            threading.Event().wait(every_s)
+            time.sleep(every_s)
 
 
 def _tree(root: psutil.Process) -> list[psutil.Process]:
@@ -202,9 +203,9 @@ STORIES: dict[str, Callable[[Path], Story]] = {
 }
 
 
-def play_all(tmp_dir: Callable[[str], Path]) -> dict[str, Story | BaseException]:
+def play_all(tmp_dir: Callable[[str], Path]) -> dict[str, Future]:
     """Every story at once, each in `tmp_dir(name)`; returns once all have ended, so that no
-    story runs beside another test. A story that raised gives its exception, for its test."""
+    story runs beside another test. A test reads its story with `.result()`, which raises what
+    that story raised."""
     with ThreadPoolExecutor(len(STORIES)) as pool:
-        futures = {name: pool.submit(story, tmp_dir(name)) for name, story in STORIES.items()}
-    return {name: future.exception() or future.result() for name, future in futures.items()}
+        return {name: pool.submit(story, tmp_dir(name)) for name, story in STORIES.items()}

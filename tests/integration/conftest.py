@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from concurrent.futures import Future
+
 import pytest
 
-from tests.integration.cli_stories import Story, play_all
+from tests.integration.cli_stories import play_all
 from tests.integration.probes import Probe, run_all
 
 
 @pytest.fixture(scope="session")
-def cli_stories(tmp_path_factory) -> dict[str, Story | BaseException]:
+def cli_stories(tmp_path_factory) -> dict[str, Future]:
     """The CLI searches stopped anywhere and resumed (tests/integration/cli_stories.py), played
     at once the first time a test asks."""
     return play_all(tmp_path_factory.mktemp)

@@ -22,9 +22,7 @@ def test_is_loopback():
 
 
 def test_search_ray_listens_on_loopback_only(cli_stories):
-    story = cli_stories["kill_9"]
-    if isinstance(story, BaseException):
-        raise story
+    story = cli_stories["kill_9"].result()
     seen, modes = story.sockets.listening, story.sockets.auth_modes
     names = " ".join(seen.values())
     assert "gcs_server" in names and "raylet" in names, f"Ray's servers not seen: {seen}"

@@ -25,9 +25,7 @@ DUMP_MARKS = ("Traceback", "*** SIGINT", "*** SIGTERM", "Stack trace", ".cc:", "
 
 
 def _story(cli_stories: dict, name: str) -> Story:
-    story = cli_stories[name]
-    if isinstance(story, BaseException):
-        raise story
+    story = cli_stories[name].result()
     assert story.resume_code == 0, story.resumed
     return story
 

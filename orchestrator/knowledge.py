@@ -65,13 +65,16 @@ class Knowledge:
                  and e["machine"] == self.machine and config_key(e["result"]["config"]) == key]
         return found[-1] if found else None
 
-    def confirmed(self, config: dict[str, Any], target: float) -> dict | None:
+    def confirmed(self, config: dict[str, Any], target: float,
+                  besides: str | None = None) -> dict | None:
         """An earlier confirmation of `config` that settles it for `target`: it reached this
         target or a higher one on this machine kind (its time is reused), or it failed, or could
-        not reach this target or a lower one (never retried)."""
+        not reach this target or a lower one (never retried). `besides`: a search folder whose
+        own confirmations do not count (a resumed search's are rows of its journal already)."""
         key = config_key(config)
         for e in reversed(self.entries):
-            if e["kind"] != CONFIRM or config_key(e["config"]) != key:
+            if e["kind"] != CONFIRM or config_key(e["config"]) != key \
+                    or (besides is not None and e.get("search") == besides):
                 continue
             reached = e.get("time_to_target_s") is not None
             if reached and e["target"] >= target and e["machine"] == self.machine:

@@ -51,6 +51,11 @@ class TrialRecord:
     """[epoch, gradient noise scale] where it was measured (the baseline's, for predictions)."""
     prediction: dict[str, Any] | None = None
     """What the predict stage expected of this trial (orchestrator/predict.py), if it led to it."""
+    short_by: float | None = None
+    """How far it fell short where it learned too little: its gap to the baseline's learning
+    curve when the stopper cut it, or to the target after all its epochs (the stopper's
+    `behind`, orchestrator/stopper.py); None when it did not. Journalled with the trial, so a
+    resumed search learns from a miss as the live one did."""
 
     def __post_init__(self) -> None:  # the journal gives words; the record holds their enums
         self.status, self.role = TrialStatus(self.status), Role(self.role)

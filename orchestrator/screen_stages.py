@@ -29,7 +29,7 @@ from orchestrator.stopper import TargetStopper
 from orchestrator.tracking.datasets import dataset_record
 from orchestrator.trial_book import config_key
 from orchestrator.tuning import Confirmations, TuneRun, trainable
-from trainables.status import TrialStatus, traits
+from trainables.status import OnResume, TrialStatus, traits
 from trainables.trial.trainable import reuse_actors
 
 # Candidates whose switches (channels_last, ...) are timed after the first screen.
@@ -147,10 +147,11 @@ class ScreenStages:
         target = s.objective.target
         stopper = TargetStopper(s.objective, curve=s.baseline.get("curve"))
         todo, skipped, missed, measured = [], 0, [], []
+        own = str(s.folder.root)  # this search's own confirmations are its journal's rows
         for pred in self.predictions:
             if not pred.predicted_speedup > 1.0:
                 continue  # predicted no faster than the baseline: not worth a trial
-            earlier = self.knowledge.confirmed(pred.trial_config, target)
+            earlier = self.knowledge.confirmed(pred.trial_config, target, besides=own)
             if earlier is None:
                 todo.append(pred)
             elif earlier.get("time_to_target_s") is not None:
@@ -163,19 +164,33 @@ class ScreenStages:
                 skipped += 1  # failed, or could not reach a target this low: never retried
                 if earlier.get("short_by") is not None:  # it learned too little: so do others
                     missed.append((self.trial_knobs(pred), earlier["short_by"]))
-        done = s.book.finished(Role.TRIAL)  # confirmed before a resume: not run again
+        # Confirmed before a stop: not run again, and what they measured counts as it did live
+        # (the fastest time to the target, misses that rule out others, the calibration).
+        done = s.book.finished(Role.TRIAL)
         ran = {config_key(r.knobs) for r in done}
         todo = [p for p in todo if config_key(self.trial_knobs(p)) not in ran]
         for rec in done:
             _tighten(stopper, rec)
+            if rec.short_by is not None:
+                missed.append((rec.knobs, rec.short_by))
+            predicted = (rec.prediction or {}).get("predicted_time_s")
+            if _reached(rec) and predicted:
+                measured.append(rec.metrics["time_to_target_s"] / predicted)
         if skipped:
             print(f"confirm: {skipped} configuration(s) skipped: an earlier search could not "
                   "run them or bring them to this target", file=s.out, flush=True)
         planned = min(s.spec.num_trials - len(done), len(todo))
-        if planned <= 0:
-            return
+        try:
+            if planned > 0:
+                self._confirm(todo, planned, stopper, missed, measured)
+        finally:  # also on a stop: what ended is known to later searches at once
+            self._remember_finished(target)
+
+    def _confirm(self, todo: list[predictor.Prediction], planned: int, stopper: TargetStopper,
+                 missed: list, measured: list[float]) -> None:
+        s = self.search
         ctx = s._trial_context(s.prepared.base, s.objective, (), None)
-        s.book.stop_reasons = stopper.stopped
+        s.book.stop_reasons, s.book.shortfalls = stopper.stopped, stopper.behind
         s.book.begin(Role.TRIAL, s.spec.num_trials, s.spec.epochs, predictions={
             config_key(self.trial_knobs(p)): p.to_dict() for p in todo})
         searcher = Confirmations([self.trial_knobs(p) for p in todo],
@@ -186,20 +201,24 @@ class ScreenStages:
                        max_concurrent=s.prepared.plan.max_concurrent_trials,
                        reuse_actors=reuse_actors(workers, s.spec.always_use_worker_group),
                        searcher=searcher, stopper=stopper, time_budget_s=s.spec.time_budget_s))
-        for rec in s.book.finished(Role.TRIAL):
-            if config_key(rec.knobs) not in ran:
-                self._remember(rec, target, stopper.behind.get(rec.trial_id))
 
-    def _remember(self, rec: TrialRecord, target: float, short_by: float | None) -> None:
-        """short_by: how far it fell short of the baseline's curve or the target, when it
-        learned too little (a later search rules out what learns no more)."""
-        reached = rec.metrics.get("time_to_target_s")
-        self.knowledge.add(CONFIRM, config={**self.search.prepared.base, **rec.knobs},
-                           knobs=rec.knobs, short_by=short_by,
-                           target=target, status=str(rec.status), trial_id=rec.trial_id,
-                           time_to_target_s=reached if reached == reached else None,
-                           val_score=rec.metrics.get("val_score"), curve=rec.curve,
-                           search=str(self.search.folder.root))
+    def _remember_finished(self, target: float) -> None:
+        """Every confirmation of this search that ended (not cut short by a stop) and is not
+        in the measurements yet, with how far it fell short when it learned too little (a later
+        search rules out what learns no more)."""
+        own = str(self.search.folder.root)
+        known = {e.get("trial_id") for e in self.knowledge.entries
+                 if e["kind"] == CONFIRM and e.get("search") == own}
+        for rec in self.search.book.finished(Role.TRIAL):
+            if rec.trial_id in known or traits(rec.status).on_resume != OnResume.KEEP:
+                continue
+            reached = rec.metrics.get("time_to_target_s")
+            self.knowledge.add(CONFIRM, config={**self.search.prepared.base, **rec.knobs},
+                               knobs=rec.knobs, short_by=rec.short_by,
+                               target=target, status=str(rec.status), trial_id=rec.trial_id,
+                               time_to_target_s=reached if reached == reached else None,
+                               val_score=rec.metrics.get("val_score"), curve=rec.curve,
+                               search=own)
 
     def remember_search(self) -> None:
         self.knowledge.add(SEARCH, folder=str(self.search.folder.root), time=time.time())

@@ -83,6 +83,9 @@ class TrialBook(Callback):
         self.predictions: dict[str, dict] = {}
         # trial id -> (status, reason) of trials a stopper ended (orchestrator/stopper.py).
         self.stop_reasons: dict[str, tuple[TrialStatus, str]] = {}
+        # trial id -> how far it fell short of the baseline's curve or the target (the
+        # stopper's `behind`): journalled with the trial as its `short_by`.
+        self.shortfalls: dict[str, float] = {}
         self.stopping = False  # a signal asked the search to stop: open trials are interrupted
         for rec in self.records.values():  # a resumed search's finished trials count as run
             self._tell_ledger(rec)
@@ -198,6 +201,7 @@ class TrialBook(Callback):
     def _finish(self, trial_id: str, status: TrialStatus, reason: str | None) -> None:
         rec = self.records[trial_id]
         rec.ended, rec.status, rec.reason = time.time(), status, reason
+        rec.short_by = self.shortfalls.get(trial_id, rec.short_by)
         if status == TrialStatus.DUPLICATE:  # its timings are the first trial's
             for key in _OWN_RUN:
                 rec.metrics.pop(key, None)

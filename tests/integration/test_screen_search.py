@@ -1,18 +1,23 @@
 """Strategy 'screen' end to end on a local Ray (issue 21): the baseline's noise scale, a screen of
 every combination (what cannot run found there, in seconds, and never trained), predictions
-recorded with the trials they led to, the economics on the parent run, and a second search on
-the same data that starts from the first one's measurements."""
+recorded with the trials they led to, the economics on the parent run, a Ctrl-C during the
+confirmations and the resume, and a second search on the same data that starts from the first
+one's measurements."""
 
 from __future__ import annotations
 
 import io
 import json
+import os
+import signal
 from pathlib import Path
 
 import pytest
 from mlflow.tracking import MlflowClient
 
 from orchestrator import SearchSpec, run_search
+from orchestrator.interrupt import SearchInterrupted
+from trainables.status import OnResume, TrialStatus, traits
 
 pytestmark = pytest.mark.integration
 
@@ -34,10 +39,33 @@ def test_screen_predict_confirm_then_a_second_search_starts_from_the_first(
     from tests.conftest import make_npz
 
     data = make_npz(tmp_path / "tiny.npz", n=480, n_val=120)
-    out = io.StringIO()
-    first = run_search(_spec(tmp_path, data, "first"), out=out)
-    printed = out.getvalue()
-    folder = Path(first.output_dir)
+    # Ctrl-C once the first confirmation has ended; the resume finishes the search.
+    out = _CtrlC(when=("[trial 1/", "s wall"))
+    with pytest.raises(SearchInterrupted):
+        run_search(_spec(tmp_path, data, "first"), out=out)
+    folder = tmp_path / "runs" / "first"
+    stopped = [json.loads(line) for line in (folder / "trials.jsonl").read_text().splitlines()]
+    confirmed = {t["trial_id"] for t in stopped if t["role"] == "trial" and t["ended"]
+                 and traits(TrialStatus(t["status"])).on_resume == OnResume.KEEP}
+    assert confirmed, out.getvalue()[-4000:]
+    resumed_out = io.StringIO()
+    first = run_search(_spec(tmp_path, data, "first"), out=resumed_out, resume=True)
+    resumed = resumed_out.getvalue()
+    assert "resuming: stages done ['baseline', 'predict', 'screen']" in resumed, resumed
+    printed = out.getvalue() + resumed
+    # What was confirmed before the stop stands and is not run again; the measurements hold
+    # every confirmation once, the ones before the stop included.
+    trials = first.trials[first.trials["role"] == "trial"]
+    assert confirmed <= set(trials["trial_id"])
+    assert not any(f"{t}] start" in resumed for t in confirmed)
+    measured = [json.loads(line) for line in
+                next((tmp_path / "runs" / "measurements").glob("*.jsonl")).read_text()
+                .splitlines()]
+    remembered = [e["trial_id"] for e in measured if e["kind"] == "confirm"]
+    assert sorted(remembered) == sorted(trials["trial_id"]), (remembered, printed)
+    client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    assert "RUNNING" not in {r.info.status for r in client.search_runs(
+        [client.get_experiment_by_name("first").experiment_id])}
 
     # The baseline measured its gradient noise scale along its run.
     assert [e for e, _ in first.baseline["noise"]] and first.baseline["epochs"] == 4
@@ -52,7 +80,6 @@ def test_screen_predict_confirm_then_a_second_search_starts_from_the_first(
     assert ran and all(r["samples_per_s"] > 0 and r["peak_mb"] > 0 for r in ran)
     predictions = json.loads((folder / "predictions.json").read_text())
     assert predictions and 64 not in {p["config"]["batch_size"] for p in predictions}
-    trials = first.trials[first.trials["role"] == "trial"]
     assert len(trials) >= 1 and 64 not in set(trials["batch_size"])
     # Each trial carries the prediction it was run on.
     assert trials["predicted_time_to_target_s"].notna().all()
@@ -61,7 +88,6 @@ def test_screen_predict_confirm_then_a_second_search_starts_from_the_first(
     # The economics are printed and on the parent run.
     assert any(line.startswith("search cost") and "baseline runs" in line
                for line in first.notes)
-    client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
     parent = client.get_run(first.parent_run_id)
     assert parent.data.metrics["search_cost_baseline_runs"] > 0
     artifacts = {a.path for a in client.list_artifacts(first.parent_run_id)}
@@ -82,3 +108,18 @@ def test_screen_predict_confirm_then_a_second_search_starts_from_the_first(
                                                            trials[columns].values}
     earlier = second.trials[second.trials["role"] == "earlier"]
     assert len(earlier) >= 1  # what the first reached is a row of the second, not a new trial
+
+
+class _CtrlC(io.StringIO):
+    """The search's output; sends this process SIGINT (Ctrl-C) once, on the first line that
+    holds every part of `when`."""
+
+    def __init__(self, when: tuple[str, ...]):
+        super().__init__()
+        self.when = when
+
+    def write(self, text: str) -> int:
+        if self.when and all(part in text for part in self.when):
+            self.when = ()
+            os.kill(os.getpid(), signal.SIGINT)
+        return super().write(text)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from trainables.data.arrays import ArrayData, DataError, from_arrays
+from trainables.data.arrays import DataError, from_arrays
 
 def load_npz(path: str | os.PathLike, *, val_fraction: float = 0.2, source: str | None = None):
     """Load `x`, `y` and optional `x_val`, `y_val` from an .npz, validating shapes and dtypes.

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 
-from trainables.config import LR_SCALINGS, TrialConfig
+from trainables.config import TrialConfig
 from trainables.loop.schedules import lr_multiplier
 
 WARMUP_FRAC = 0.05

@@ -15,23 +15,25 @@ import time
 from pathlib import Path
 
 
-def run_one(placement: str, attempt: int, data: str, out: Path) -> dict:
+def run_one(placement: str, attempt: int, data: str, out: Path, settle: bool) -> dict:
     """One 2-worker trial with this placement; what its workers saw, read back from MLflow.
 
     Ray's PACK is best effort: right after a placement group is removed, the scheduler can still
-    see a node as partly busy and spread, so the probe starts from an idle cluster. (A retry
-    right after a trial is worse: the search then plans on CPUs not yet released.)
+    see a node as partly busy and spread, so after another trial (`settle`) the probe waits for
+    an idle cluster first. (A retry right after a trial is worse: the search then plans on CPUs
+    not yet released.)
     """
     import ray
     from mlflow.tracking import MlflowClient
 
     from orchestrator import SearchSpec, run_search
 
-    deadline = time.time() + 30
-    while (ray.available_resources().get("CPU", 0)
-           < ray.cluster_resources().get("CPU", 0)) and time.time() < deadline:
-        time.sleep(0.5)
-    time.sleep(2)
+    if settle:
+        deadline = time.time() + 30
+        while (ray.available_resources().get("CPU", 0)
+               < ray.cluster_resources().get("CPU", 0)) and time.time() < deadline:
+            time.sleep(0.5)
+        time.sleep(2)
     spec = SearchSpec(
         name=f"placement-{placement.lower()}-{attempt}", data=data, epochs=1, num_trials=1,
         space={}, placement=placement, output_dir=str(out / "runs"), baseline="none",
@@ -80,9 +82,11 @@ def main(out: Path) -> dict:
         data = make_npz(out / "tiny.npz")
         report = {"address": cluster.address,
                   "nodes": len([n for n in ray.nodes() if n["Alive"]])}
+        ran = False
         for placement, attempts in (("SPREAD", 1), ("PACK", 1)):
             for attempt in range(attempts):
-                report[placement] = run_one(placement, attempt, data, out)
+                report[placement] = run_one(placement, attempt, data, out, settle=ran)
+                ran = True
                 if placement != "PACK" or report[placement]["nodes"] == 1:
                     break
         return report

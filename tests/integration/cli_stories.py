@@ -66,8 +66,9 @@ class Driver:
             env.pop(inherited, None)
         # The stories' three drivers train on 2 cores at once, each trial with 2 torch threads:
         # OpenMP threads that wait then sleep instead of spinning through the slice another
-        # driver needs. Measured, the stories alternated 3 times each: 70-76 s with it, 83-95 s
-        # without. (Not for the whole suite: a trial alone ran slower with it, 661 s vs 636 s.)
+        # driver needs. Measured on their own, alternated 3 times each: 70-76 s with it, 83-95 s
+        # without; inside the suite 83 s (83-92 s before). Not for the whole suite: there a
+        # trial mostly runs alone, and the suite took 661 s with it against 636 s.
         env.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         head = ["-c", code] if code else ["-m", "orchestrator"]
         self.lines: list[str] = []

@@ -190,7 +190,7 @@ class ScreenStages:
                  missed: list, measured: list[float]) -> None:
         s = self.search
         ctx = s._trial_context(s.prepared.base, s.objective, (), None)
-        s.book.stop_reasons, s.book.shortfalls = stopper.stopped, stopper.behind
+        s.book.follow(stopper)
         s.book.begin(Role.TRIAL, s.spec.num_trials, s.spec.epochs, predictions={
             config_key(self.trial_knobs(p)): p.to_dict() for p in todo})
         searcher = Confirmations([self.trial_knobs(p) for p in todo],

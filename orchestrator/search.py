@@ -196,8 +196,7 @@ class Search:
         ctx = self._trial_context(p.base, self.objective,
                                   profile_switches(spec, p.searched, p.base), self.ledger)
         stopper = target_stopper(self.objective)
-        self.book.stop_reasons = stopper.stopped if stopper else {}
-        self.book.shortfalls = stopper.behind if stopper else {}
+        self.book.follow(stopper)
         self.book.begin(Role.TRIAL, spec.num_trials, spec.epochs)
         self._fit(TuneRun(
             trainable(ctx, self._datasets()), p.searched, num_samples=to_run,

@@ -81,10 +81,8 @@ class TrialBook(Callback):
         # What the current stage runs (`begin`).
         self.role, self.planned, self.epochs, self.stage_base = Role.TRIAL, 0, 0, self.base
         self.predictions: dict[str, dict] = {}
-        # trial id -> (status, reason) of trials a stopper ended (orchestrator/stopper.py).
+        # What the current stage's stopper decided (`follow`).
         self.stop_reasons: dict[str, tuple[TrialStatus, str]] = {}
-        # trial id -> how far it fell short of the baseline's curve or the target (the
-        # stopper's `behind`): journalled with the trial as its `short_by`.
         self.shortfalls: dict[str, float] = {}
         self.stopping = False  # a signal asked the search to stop: open trials are interrupted
         for rec in self.records.values():  # a resumed search's finished trials count as run
@@ -98,6 +96,13 @@ class TrialBook(Callback):
         self.role, self.planned, self.epochs = role, planned, epochs
         self.stage_base = self.base if base is None else base
         self.predictions = predictions or {}
+
+    def follow(self, stopper) -> None:
+        """Record what `stopper` (orchestrator/stopper.py; None: the stage has none) decides:
+        the status and reason of each trial it ends, and how far a trial fell short of the
+        baseline's curve or the target (its `behind`), journalled as the trial's `short_by`."""
+        self.stop_reasons = stopper.stopped if stopper else {}
+        self.shortfalls = stopper.behind if stopper else {}
 
     def finished(self, role: Role) -> list[TrialRecord]:
         """Finished trials of `role`, in the order they started."""

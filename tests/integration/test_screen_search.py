@@ -16,8 +16,10 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from orchestrator import SearchSpec, run_search
+from orchestrator import jsonl
 from orchestrator.interrupt import SearchInterrupted
-from trainables.status import OnResume, TrialStatus, traits
+from orchestrator.knowledge import CONFIRM
+from orchestrator.records import Role, read_journal
 
 pytestmark = pytest.mark.integration
 
@@ -44,9 +46,8 @@ def test_screen_predict_confirm_then_a_second_search_starts_from_the_first(
     with pytest.raises(SearchInterrupted):
         run_search(_spec(tmp_path, data, "first"), out=out)
     folder = tmp_path / "runs" / "first"
-    stopped = [json.loads(line) for line in (folder / "trials.jsonl").read_text().splitlines()]
-    confirmed = {t["trial_id"] for t in stopped if t["role"] == "trial" and t["ended"]
-                 and traits(TrialStatus(t["status"])).on_resume == OnResume.KEEP}
+    kept, _ = read_journal(folder / "trials.jsonl")  # what a resume keeps
+    confirmed = {t for t, rec in kept.items() if rec.role == Role.TRIAL}
     assert confirmed, out.getvalue()[-4000:]
     resumed_out = io.StringIO()
     first = run_search(_spec(tmp_path, data, "first"), out=resumed_out, resume=True)
@@ -58,10 +59,8 @@ def test_screen_predict_confirm_then_a_second_search_starts_from_the_first(
     trials = first.trials[first.trials["role"] == "trial"]
     assert confirmed <= set(trials["trial_id"])
     assert not any(f"{t}] start" in resumed for t in confirmed)
-    measured = [json.loads(line) for line in
-                next((tmp_path / "runs" / "measurements").glob("*.jsonl")).read_text()
-                .splitlines()]
-    remembered = [e["trial_id"] for e in measured if e["kind"] == "confirm"]
+    measured = jsonl.read(next((tmp_path / "runs" / "measurements").glob("*.jsonl")))
+    remembered = [e["trial_id"] for e in measured if e["kind"] == CONFIRM]
     assert sorted(remembered) == sorted(trials["trial_id"]), (remembered, printed)
     client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
     assert "RUNNING" not in {r.info.status for r in client.search_runs(

@@ -95,15 +95,16 @@ def _in_group(screen_plan, datasets: dict, plan, workers: int) -> list[dict]:
     import ray.train
     from ray.train.torch import TorchConfig, TorchTrainer
 
-    from trainables.data.pipeline import data_config
+    from trainables.data.pipeline import data_config, group_datasets
     from trainables.trial.screen import screen_loop_per_worker
 
+    group_data, loop_data = group_datasets(datasets, workers)
     trainer = TorchTrainer(
-        screen_loop_per_worker, train_loop_config={"plan": screen_plan},
+        screen_loop_per_worker, train_loop_config={"plan": screen_plan, **loop_data},
         torch_config=TorchConfig(backend="nccl" if plan.use_gpu else "gloo"),
         scaling_config=ray.train.ScalingConfig(num_workers=workers, use_gpu=plan.use_gpu,
                                                resources_per_worker=plan.worker(workers)),
-        datasets={"train": datasets["train"]}, dataset_config=data_config(),
+        datasets=group_data, dataset_config=data_config(),
         run_config=ray.train.RunConfig(failure_config=ray.train.FailureConfig(max_failures=0)))
     return trainer.fit().return_value
 

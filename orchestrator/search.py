@@ -276,11 +276,13 @@ class Search:
         return not self.done.issuperset(training)
 
     def _datasets(self) -> dict:
-        """The data in Ray's object store, once per search: every trial of every stage shares it."""
+        """The data in Ray's object store, once per search: every trial of every stage shares it,
+        and a worker group reads its share of it cut here for its worker count."""
         if self.datasets is None:
             from trainables.data.pipeline import to_ray_datasets
 
-            self.datasets = to_ray_datasets(self.prepared.data)
+            p = self.prepared
+            self.datasets = to_ray_datasets(p.data, worker_counts=worker_counts(p.searched, p.base))
         return self.datasets
 
     def _scheduler(self):

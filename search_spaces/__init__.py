@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from typing import Any
 
 from search_spaces.check import check_space, domain_values
 from search_spaces.context import SpaceContext

@@ -12,10 +12,15 @@ pytestmark = pytest.mark.integration
 
 
 @pytest.mark.parametrize("workers", [2, 1], ids=["train-worker-group", "in-process-trial"])
-def test_killed_worker_resumes_from_checkpoint(ray_session, tmp_path, workers):
-    """2 workers: a Ray Train worker dies and Train's FailureConfig restarts the group. 1 worker:
+def test_killed_worker_resumes_from_checkpoint(ray_session, tmp_path, workers, monkeypatch):
+    """2 workers: a Ray Train worker dies and the group restarts from its checkpoint; its data
+    come through Ray Train's split here (what a training set too big to cut gets: each attempt
+    splits it afresh), the cut shares' restart is the cluster rehearsal's lost node. 1 worker:
     the trial trains in its Tune process, which dies; Tune's FailureConfig restarts it."""
+    import trainables.data.pipeline as pipeline
     from tests.conftest import make_npz, sqlite_store
+
+    monkeypatch.setattr(pipeline, "PRESPLIT_SHARE", 0.0)
 
     spec = SearchSpec(
         name="it-faults", data=make_npz(tmp_path / "tiny.npz"), epochs=3, num_trials=1,

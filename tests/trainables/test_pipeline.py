@@ -1,5 +1,6 @@
-"""The Ray Data pipeline: exactly-once epochs across a real 2-way shard split, seeded shuffles,
-and datasets that every trial shares from the object store.
+"""The Ray Data pipeline: exactly-once epochs across a real 2-way shard split (shares cut by the
+driver, and Ray Train's split), seeded shuffles, and datasets that every trial shares from the
+object store.
 
 Needs Ray (the session fixture) except the seeded-order unit test; run under the Ray lock:
     flock /tmp/ray.lock python -m pytest -q tests/trainables/test_pipeline.py
@@ -14,7 +15,9 @@ import pytest
 import torch
 
 from trainables.data.arrays import ArrayData
-from trainables.data.pipeline import ShardFeed, data_config, to_ray_datasets
+import trainables.data.pipeline as pipeline
+from trainables.data.pipeline import ShardFeed, data_config, equal_shares, group_datasets, \
+    to_ray_datasets
 from trainables.data.shard_cache import epoch_order
 
 N, BATCH, EPOCHS = 200, 8, 3
@@ -27,11 +30,21 @@ def id_data(n: int = N) -> ArrayData:
     return ArrayData(x, y, x[:10], y[:10], 5, source="ids")
 
 
-def run_split(ds, *, cache: bool, seed: int, shuffle: bool = True, workers: int = 2) -> list:
-    """Per worker, per epoch, the sample ids it saw, from `streaming_split` in concurrent threads
-    (what Ray Train's DataConfig gives each worker through get_dataset_shard)."""
-    shards = [s["train"] for s in data_config().configure(
-        {"train": ds}, world_size=workers, worker_handles=None, worker_node_ids=None)]
+def split(datasets: dict, how: str, workers: int = 2) -> list:
+    """Each worker's share of the training set as a trial's workers get it: cut by the driver
+    (`to_ray_datasets(worker_counts=...)`), or Ray Train's `streaming_split` (its DataConfig,
+    behind get_dataset_shard), read by the workers at once."""
+    if how == "cut":
+        return datasets["shares"][workers]
+    return [s["train"] for s in data_config().configure(
+        {"train": datasets["train"]}, world_size=workers, worker_handles=None,
+        worker_node_ids=None)]
+
+
+def run_split(datasets: dict, how: str, *, cache: bool, seed: int, shuffle: bool = True,
+              workers: int = 2) -> list:
+    """Per worker, per epoch, the sample ids it saw, its share read in a thread of its own."""
+    shards = split(datasets, how, workers)
     seen: list = [None] * workers
     errors: list = []
 
@@ -62,16 +75,45 @@ def test_epoch_order_is_a_seeded_permutation():
         assert not torch.equal(a, epoch_order(100, **other))
 
 
+def test_equal_shares_are_contiguous_and_drop_only_the_remainder():
+    assert equal_shares(10, 3) == [slice(0, 3), slice(3, 6), slice(6, 9)]
+    assert equal_shares(200, 2) == [slice(0, 100), slice(100, 200)]
+    assert equal_shares(5, 1) == [slice(0, 5)]
+
+
+def test_a_group_reads_its_cut_shares_or_ray_trains_split():
+    datasets = {"train": "train", "val": "val", "shares": {2: ["rank0", "rank1"]}}
+    assert group_datasets(datasets, 2) == ({}, {"shares": ["rank0", "rank1"], "val": "val"})
+    # No shares cut for 4 workers: Ray Train splits the training set for them.
+    assert group_datasets(datasets, 4) == ({"train": "train", "val": "val"}, {})
+
+
 @pytest.fixture(scope="module")
-def id_dataset(ray_session):
+def id_datasets(ray_session):
     # Small blocks, so the split hands each worker several of them.
-    return to_ray_datasets(id_data(), block_rows=16)["train"]
+    return to_ray_datasets(id_data(), block_rows=16, worker_counts=[1, 2])
+
+
+@pytest.fixture(scope="module")
+def id_dataset(id_datasets):
+    return id_datasets["train"]
 
 
 @pytest.mark.integration
+def test_shares_are_cut_only_for_worker_groups_and_only_while_they_fit(id_datasets,
+                                                                       monkeypatch):
+    assert sorted(id_datasets["shares"]) == [2]  # one worker reads the whole training set
+    assert [s.count() for s in id_datasets["shares"][2]] == [N // 2, N // 2]
+    # Copies past PRESPLIT_SHARE of the object store: none cut, Ray Train splits instead.
+    monkeypatch.setattr(pipeline, "PRESPLIT_SHARE", 1e-9)
+    assert to_ray_datasets(id_data(), worker_counts=[2, 4])["shares"] == {}
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("how", ["cut", "ray-train"])
 @pytest.mark.parametrize("cache", [True, False], ids=["cached", "streamed"])
-def test_two_workers_see_every_sample_once_per_epoch_in_a_seeded_order(id_dataset, cache):
-    seen = run_split(id_dataset, cache=cache, seed=7)
+def test_two_workers_see_every_sample_once_per_epoch_in_a_seeded_order(id_datasets, cache, how):
+    seen = run_split(id_datasets, how, cache=cache, seed=7)
     per_worker = N // 2  # equal split: 100 rows each
     steps = per_worker // BATCH
     for epoch in range(EPOCHS):
@@ -87,8 +129,8 @@ def test_two_workers_see_every_sample_once_per_epoch_in_a_seeded_order(id_datase
         assert seen[r][0] != seen[r][1] and seen[r][1] != seen[r][2]
     assert not set(seen[0][0]) & set(seen[1][1])
     # Same seed: the same order, run after run. Another seed: another order.
-    assert run_split(id_dataset, cache=cache, seed=7) == seen
-    assert run_split(id_dataset, cache=cache, seed=8) != seen
+    assert run_split(id_datasets, how, cache=cache, seed=7) == seen
+    assert run_split(id_datasets, how, cache=cache, seed=8) != seen
 
 
 @pytest.mark.integration
@@ -129,8 +171,9 @@ def test_every_trial_shares_the_one_materialized_copy(id_dataset, tmp_path):
 
 
 @pytest.mark.integration
+@pytest.mark.parametrize("how", ["cut", "ray-train"])
 @pytest.mark.parametrize("cache", [True, False], ids=["cached", "streamed"])
-def test_label_volumes_stay_paired_with_their_images_through_a_split(ray_session, cache):
+def test_label_volumes_stay_paired_with_their_images_through_a_split(ray_session, cache, how):
     """Segmentation rows: x (1, 8, 8, 8) float, y (1, 8, 8, 8) label volume (uint8 in the
     object store). Each label is derived from its image, so any mispairing shows."""
     from trainables.loop.tasks import SegmentTask
@@ -138,9 +181,8 @@ def test_label_volumes_stay_paired_with_their_images_through_a_split(ray_session
     rng = np.random.default_rng(0)
     x = rng.normal(size=(40, 1, 8, 8, 8)).astype(np.float32)
     y = (x > 0.3).astype(np.int64)
-    ds = to_ray_datasets(ArrayData(x, y, x[:2], y[:2], 2, source="vols"))
-    shards = [s["train"] for s in data_config().configure(
-        {"train": ds["train"]}, world_size=2, worker_handles=None, worker_node_ids=None)]
+    ds = to_ray_datasets(ArrayData(x, y, x[:2], y[:2], 2, source="vols"), worker_counts=[2])
+    shards = split(ds, how)
     rows, errors = [0, 0], []
 
     def worker(rank: int) -> None:  # a split is read by its workers at once, as in Train

@@ -2,7 +2,7 @@
 
 The driver turns the arrays into Arrow tables with fixed-shape tensor columns and materializes
 them in the object store once; every trial gets references to the same blocks. Inside a Train
-worker, `ray.train.get_dataset_shard` gives this worker's share, and `ShardFeed` serves it to
+worker, `worker_data` gives this worker's share (see below), and `ShardFeed` serves it to
 the loop in one of two ways (`TrialConfig.cache_shard`):
 - cached (default): the shard is read once, whole blocks at a time, into tensors in the worker's
   memory (`trainables.data.shard_cache`); every epoch is then a seeded randperm over them, at about
@@ -11,11 +11,21 @@ the loop in one of two ways (`TrialConfig.cache_shard`):
   thread), shuffled by a seeded local buffer; 0.1-0.35x of raw speed here.
 Both serve every sample of the shard once per epoch, in an order fixed by the seed.
 Numbers: docs/benchmarks.md, "Data pipeline (issue 4)".
+
+A worker group's shares are cut on the driver, once per search, for every worker count the
+search can train with (`worker_counts`): rank r of n workers reads the r-th of n equal,
+contiguous slices of the training set (`equal_shares`). Ray Train's own split (`data_config`:
+a streaming split coordinator per trial, behind Ray Train's dataset manager) cost ~2 s of a
+2-worker trial's ~13 s here (docs/benchmarks.md, "Worker groups read pre-cut shares"), and it
+cannot be cut inside a trial instead: its Ray tasks would wait for the CPUs that the trial's own
+placement group holds. Each worker count costs one more copy of the training set in the object
+store, so shares are cut only while all of them fit in PRESPLIT_SHARE of it; past that, and for
+a worker count not cut, trials split through Ray Train as before (`group_datasets`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import numpy as np
@@ -33,6 +43,9 @@ BLOCK_ROWS = 1024
 BLOCK_BYTES = 4 * 2**20
 # Rows of the streamed path's local shuffle buffer: a block's worth mixes across block borders.
 SHUFFLE_BUFFER_ROWS = 1024
+# At most this share of the object store goes to the training set's pre-cut copies (one per
+# worker count above 1); the rest stays for the blocks every trial shares and for what trials put.
+PRESPLIT_SHARE = 0.25
 
 
 def _column(a: np.ndarray) -> pa.Array:
@@ -62,22 +75,69 @@ def block_rows_for(x: np.ndarray, y: np.ndarray, block_rows: int = BLOCK_ROWS) -
     return max(1, min(block_rows, BLOCK_BYTES // row_bytes))
 
 
-def to_ray_datasets(data: ArrayData, block_rows: int | None = None) -> dict:
-    """Materialized Ray datasets {'train', 'val'} built from in-memory arrays, in Arrow blocks
-    (`block_rows` rows each; default: BLOCK_ROWS, capped at BLOCK_BYTES a block)."""
+def _materialized(x: np.ndarray, y: np.ndarray, block_rows: int | None):
     import ray.data
 
-    datasets = {}
-    for name, x, y in (("train", data.x_train, data.y_train), ("val", data.x_val, data.y_val)):
-        rows = block_rows or block_rows_for(x, y)
-        blocks = [
-            _table(x[i : i + rows], y[i : i + rows])
-            for i in range(0, len(x), rows)
-        ]
-        # from_blocks keeps these blocks as they are and reads their row counts and schema
-        # here; from_arrow would ask a Ray task for them (~0.6 s a dataset in a fresh worker).
-        datasets[name] = ray.data.from_blocks(blocks).materialize()
+    rows = block_rows or block_rows_for(x, y)
+    blocks = [_table(x[i : i + rows], y[i : i + rows]) for i in range(0, len(x), rows)]
+    # from_blocks keeps these blocks as they are and reads their row counts and schema here;
+    # from_arrow would ask a Ray task for them (~0.6 s a dataset in a fresh worker).
+    dataset = ray.data.from_blocks(blocks).materialize()
+    # Read in block order wherever it is read (a worker's share, the one-worker trial's whole
+    # set): otherwise blocks come in the order they are ready, and a seeded shuffle buffer gives
+    # another sample order every run (see `data_config`).
+    dataset.context.execution_options.preserve_order = True
+    return dataset
+
+
+def equal_shares(n_rows: int, world: int) -> list[slice]:
+    """Rank r's rows of `n_rows` among `world` workers: equal contiguous slices, the last
+    `n_rows % world` rows dropped, as Ray Train's equal split drops them (equal step counts keep
+    the workers' all-reduces in step)."""
+    size = n_rows // world
+    return [slice(rank * size, (rank + 1) * size) for rank in range(world)]
+
+
+def to_ray_datasets(data: ArrayData, block_rows: int | None = None,
+                    worker_counts: Iterable[int] = ()) -> dict:
+    """Materialized Ray datasets {'train', 'val'} built from in-memory arrays, in Arrow blocks
+    (`block_rows` rows each; default: BLOCK_ROWS, capped at BLOCK_BYTES a block), and
+    'shares': {n: [rank 0's training rows, ..., rank n-1's]} for each of `worker_counts` above
+    1, while their copies fit in PRESPLIT_SHARE of the object store (module docstring)."""
+    import ray
+
+    datasets = {"train": _materialized(data.x_train, data.y_train, block_rows),
+                "val": _materialized(data.x_val, data.y_val, block_rows), "shares": {}}
+    counts = sorted({int(n) for n in worker_counts if int(n) > 1})
+    copies = (data.x_train.nbytes + labels_for_table(data.y_train).nbytes) * len(counts)
+    store = ray.cluster_resources().get("object_store_memory", 0)
+    if counts and copies <= PRESPLIT_SHARE * store:
+        for n in counts:
+            datasets["shares"][n] = [
+                _materialized(data.x_train[rows], data.y_train[rows], block_rows)
+                for rows in equal_shares(len(data.x_train), n)]
     return datasets
+
+
+def group_datasets(datasets: dict, workers: int) -> tuple[dict, dict]:
+    """What a group of `workers` Train workers reads its data from: (the TorchTrainer's
+    `datasets`, entries for its loop config). With shares cut for this worker count, the workers
+    get them in their config and Ray Train splits nothing; otherwise Ray Train splits the
+    training set (`data_config`). `worker_data` reads either on the worker."""
+    shares = datasets.get("shares", {}).get(workers)
+    if shares:
+        return {}, {"shares": shares, "val": datasets["val"]}
+    return {"train": datasets["train"], "val": datasets["val"]}, {}
+
+
+def worker_data(config: dict):
+    """(this worker's training rows, the validation set) inside a Train worker, from what
+    `group_datasets` gave its group."""
+    import ray.train
+
+    if "shares" in config:
+        return config["shares"][ray.train.get_context().get_world_rank()], config["val"]
+    return ray.train.get_dataset_shard("train"), ray.train.get_dataset_shard("val")
 
 
 def data_config():

@@ -122,13 +122,15 @@ def screen_loop_per_worker(config: dict) -> list[dict]:
     import ray.train.torch
     import torch.distributed as dist
 
+    from trainables.data.pipeline import worker_data
+
     ctx = ray.train.get_context()
 
     def all_reduce(t: torch.Tensor) -> torch.Tensor:
         dist.all_reduce(t)
         return t
 
-    results = screen(config["plan"], ray.train.get_dataset_shard("train"),
+    results = screen(config["plan"], worker_data(config)[0],
                      ray.train.torch.get_device(), world=ctx.get_world_size(),
                      rank=ctx.get_world_rank(), all_reduce=all_reduce,
                      wrap_model=ray.train.torch.prepare_model)

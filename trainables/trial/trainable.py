@@ -87,7 +87,7 @@ def run_trial(sampled: dict[str, Any], ctx: TrialContext, datasets: dict) -> Non
     import ray.train
     from ray.train.torch import TorchConfig, TorchTrainer
     from ray.util.queue import Queue
-    from trainables.data.pipeline import data_config
+    from trainables.data.pipeline import data_config, group_datasets
     from trainables.status import status_of
     from trainables.trial.reports import ObjectiveReport, forward_reports
     from trainables.trial.worker import TrialPlan, run_in_tune, train_loop_per_worker
@@ -125,19 +125,19 @@ def run_trial(sampled: dict[str, Any], ctx: TrialContext, datasets: dict) -> Non
     here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
     reports = Queue(actor_options={"num_cpus": 0, "scheduling_strategy": here})
     trial_name = ray.tune.get_context().get_trial_name()
+    group_data, loop_data = group_datasets(datasets, cfg.workers)
     make_trainer = lambda: TorchTrainer(  # noqa: E731 - a fresh trainer per attempt
         train_loop_per_worker,
-        train_loop_config={"plan": plan},
+        train_loop_config={"plan": plan, **loop_data},
         torch_config=TorchConfig(backend="nccl" if use_gpu else "gloo"),
         scaling_config=ray.train.ScalingConfig(
             num_workers=cfg.workers, use_gpu=use_gpu,
             resources_per_worker=ctx.resources.worker(cfg.workers),
             placement_strategy=ctx.placement,
         ),
-        datasets=datasets,
-        # A fixed split (a seed fixes the sample order); only training data is sharded: rank 0
-        # scores the whole validation set.
-        dataset_config=data_config(),
+        # Shares cut by the driver, or a fixed split by Ray Train (a seed fixes the sample order);
+        # only training data is sharded: rank 0 scores the whole validation set.
+        datasets=group_data, dataset_config=data_config(),
         run_config=ray.train.RunConfig(
             name=trial_name,
             storage_path=ctx.storage_path,

@@ -20,7 +20,7 @@ import torch
 
 from trainables.config import TrialConfig
 from trainables.data.arrays import DataMeta
-from trainables.data.pipeline import ShardFeed, iter_batches
+from trainables.data.pipeline import ShardFeed, iter_batches, worker_data
 from trainables.loop import LoopIO, fit, fit_legacy
 from trainables.loop.io import identity
 from trainables.loop.noise import gradient_noise_scale, noise_epochs
@@ -232,16 +232,18 @@ def _fit(cfg: TrialConfig, meta: DataMeta, io: LoopIO, session: Session) -> dict
 
 
 def train_loop_per_worker(config: dict) -> dict:
-    """Ray Train entry point: one data-parallel worker; `config` is {"plan": TrialPlan}."""
+    """Ray Train entry point: one data-parallel worker; `config` is {"plan": TrialPlan} and
+    what `group_datasets` gave the group."""
     import ray.train
     import ray.train.torch
 
     ctx = ray.train.get_context()
     device = ray.train.torch.get_device()
     sampler = NodeSampler(device)  # this worker's node, sampled and sent with every report
+    train, val = worker_data(config)
     session = Session(
         world_size=ctx.get_world_size(), rank=ctx.get_world_rank(), device=device,
-        train=ray.train.get_dataset_shard("train"), val=ray.train.get_dataset_shard("val"),
+        train=train, val=val,
         report=sampler.attach(
             lambda metrics, checkpoint: ray.train.report(metrics, checkpoint=checkpoint)),
         get_checkpoint=ray.train.get_checkpoint, checkpoint_cls=ray.train.Checkpoint,

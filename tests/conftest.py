@@ -206,4 +206,4 @@ def mlflow_server(tmp_path_factory):
     server = MlflowServer(tmp_path_factory.mktemp("mlflow-server"))
     server.start()
     yield server
-    server.stop()
+    server.stop(kill=True)

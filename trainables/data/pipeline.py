@@ -19,8 +19,9 @@ a streaming split coordinator per trial, behind Ray Train's dataset manager) cos
 2-worker trial's ~13 s here (docs/benchmarks.md, "Worker groups read pre-cut shares"), and it
 cannot be cut inside a trial instead: its Ray tasks would wait for the CPUs that the trial's own
 placement group holds. Each worker count costs one more copy of the training set in the object
-store, so shares are cut only while all of them fit in PRESPLIT_SHARE of it; past that, and for
-a worker count not cut, trials split through Ray Train as before (`group_datasets`).
+store of the driver's node, so shares are cut only while all of them fit in PRESPLIT_SHARE of
+it; past that, and for a worker count not cut, trials split through Ray Train as before
+(`group_datasets`).
 """
 
 from __future__ import annotations
@@ -103,20 +104,29 @@ def to_ray_datasets(data: ArrayData, block_rows: int | None = None,
     """Materialized Ray datasets {'train', 'val'} built from in-memory arrays, in Arrow blocks
     (`block_rows` rows each; default: BLOCK_ROWS, capped at BLOCK_BYTES a block), and
     'shares': {n: [rank 0's training rows, ..., rank n-1's]} for each of `worker_counts` above
-    1, while their copies fit in PRESPLIT_SHARE of the object store (module docstring)."""
-    import ray
-
+    1, while their copies fit in PRESPLIT_SHARE of this node's object store (module docstring)."""
     datasets = {"train": _materialized(data.x_train, data.y_train, block_rows),
                 "val": _materialized(data.x_val, data.y_val, block_rows), "shares": {}}
     counts = sorted({int(n) for n in worker_counts if int(n) > 1})
     copies = (data.x_train.nbytes + labels_for_table(data.y_train).nbytes) * len(counts)
-    store = ray.cluster_resources().get("object_store_memory", 0)
-    if counts and copies <= PRESPLIT_SHARE * store:
+    if counts and copies <= PRESPLIT_SHARE * _object_store_here():
         for n in counts:
             datasets["shares"][n] = [
                 _materialized(data.x_train[rows], data.y_train[rows], block_rows)
                 for rows in equal_shares(len(data.x_train), n)]
     return datasets
+
+
+def _object_store_here() -> float:
+    """Bytes of object store on this process's node: where the blocks it puts are held (on a
+    cluster, the head's, whatever the other nodes have)."""
+    import ray
+
+    here = ray.get_runtime_context().get_node_id()
+    for node in ray.nodes():
+        if node["NodeID"] == here:
+            return float(node["Resources"].get("object_store_memory", 0))
+    return 0.0
 
 
 def group_datasets(datasets: dict, workers: int) -> tuple[dict, dict]:

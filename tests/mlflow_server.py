@@ -4,7 +4,7 @@ and the same backend store, to play a tracking-server outage.
 Clients reach the server through a relay on `port`. An outage (`stop()`) closes the relay: the
 port refuses new connections and every open one is cut, which is what a client sees of a server
 that went down; `start()` listens again at once. Restarting the server process itself costs
-~6 s a cycle here (`stop(kill=True)` still does it, for the test that plays a real restart).
+~6 s a cycle here (`stop(kill=True)` stops it; `start()` then starts it again).
 """
 
 from __future__ import annotations

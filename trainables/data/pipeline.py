@@ -69,11 +69,15 @@ def _table(x: np.ndarray, y: np.ndarray) -> pa.Table:
     return pa.table({"x": _column(x), "y": _column(labels_for_table(y))})
 
 
+def _row_bytes(x: np.ndarray, y: np.ndarray) -> int:
+    """Bytes of one row in the object store (image and its labels, as they travel)."""
+    return max(1, x[:1].nbytes + labels_for_table(y[:1]).nbytes)
+
+
 def block_rows_for(x: np.ndarray, y: np.ndarray, block_rows: int = BLOCK_ROWS) -> int:
     """Rows per block: `block_rows`, fewer when rows are big (volumes), so blocks stay near
     BLOCK_BYTES and a small set of big rows still splits into several blocks."""
-    row_bytes = max(1, (x[:1].nbytes + labels_for_table(y[:1]).nbytes))
-    return max(1, min(block_rows, BLOCK_BYTES // row_bytes))
+    return max(1, min(block_rows, BLOCK_BYTES // _row_bytes(x, y)))
 
 
 def _materialized(x: np.ndarray, y: np.ndarray, block_rows: int | None):
@@ -108,7 +112,7 @@ def to_ray_datasets(data: ArrayData, block_rows: int | None = None,
     datasets = {"train": _materialized(data.x_train, data.y_train, block_rows),
                 "val": _materialized(data.x_val, data.y_val, block_rows), "shares": {}}
     counts = sorted({int(n) for n in worker_counts if int(n) > 1})
-    copies = (data.x_train.nbytes + labels_for_table(data.y_train).nbytes) * len(counts)
+    copies = _row_bytes(data.x_train, data.y_train) * len(data.x_train) * len(counts)
     if counts and copies <= PRESPLIT_SHARE * _object_store_here():
         for n in counts:
             datasets["shares"][n] = [

@@ -23,7 +23,7 @@ import torch
 
 from trainables.config import TrialConfig
 from trainables.data.arrays import DataMeta
-from trainables.data.pipeline import ShardFeed
+from trainables.data.pipeline import ShardFeed, worker_data
 from trainables.loop.io import LoopIO, identity
 from trainables.loop.profile import StepTimer
 from trainables.models import ModelBuilder
@@ -121,8 +121,6 @@ def screen_loop_per_worker(config: dict) -> list[dict]:
     import ray.train
     import ray.train.torch
     import torch.distributed as dist
-
-    from trainables.data.pipeline import worker_data
 
     ctx = ray.train.get_context()
 

@@ -2,15 +2,16 @@
 at once: `tests/integration/test_stop_anywhere.py` asserts that each search ended whole, and
 `tests/integration/test_loopback.py` what one of them listened on while it ran.
 
-Three stories, each a driver of its own (its own folder, MLflow store and local Ray, as the
+Two stories, each a driver of its own (its own folder, MLflow store and local Ray, as the
 README's first command starts one):
 
 * `ctrl_c`: Ctrl-C (SIGINT to the process group, as a terminal sends it) at epoch 2 of the
-  baseline;
+  baseline; then its resume is stopped too, by SIGTERM while the results are being written (the
+  resumed driver signals itself from the finish stage), and resumed again. A stop in the finish
+  stage after a whole search of its own would train the same baseline and trials a third time
+  for nothing (~15 s of the suite): what it checks is the finish stage's stop and resume;
 * `kill_9`: `kill -9` of the driver's process group (the driver and the Ray it started) while its
-  second trial trains; the sockets its Ray's processes listen on are sampled all along;
-* `stop_in_finish`: SIGTERM while the results are being written (the driver signals itself from
-  the finish stage).
+  second trial trains; the sockets its Ray's processes listen on are sampled all along.
 
 The stories mostly wait on Ray, so `play_all` plays them in one thread each: together they take
 about the time of the longest, not their sum. A stop is sent from the thread that reads the
@@ -38,8 +39,8 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[2]
 NAME, TRIALS, EPOCHS = "stopped", 2, 3
-# The driver of `stop_in_finish`: the CLI, whose finish stage sends the driver SIGTERM once the
-# leaderboard is written (as a user's `kill PID` would land there).
+# A driver that stops in its finish stage: the CLI, whose finish stage sends the driver SIGTERM
+# once the leaderboard is written (as a user's `kill PID` would land there).
 SIGNAL_IN_FINISH = """
 import os, signal, sys
 import orchestrator.finish as finish
@@ -145,29 +146,53 @@ def is_loopback(ip: str) -> bool:
 
 
 @dataclass
-class Story:
-    """One stop and its resume, as the tests read them."""
+class Stop:
+    """A driver that was stopped, and what it left."""
 
-    folder: Path
-    store: str
     code: int
-    """The stopped driver's exit code."""
-    stopped: str
-    """The stopped driver's output."""
+    """Its exit code."""
+    output: str
     state: dict | None
     """search_state.json right after the stop."""
     runs: list
     """The MLflow runs right after the stop."""
+
+
+@dataclass
+class Story:
+    """Stops and the resume that ended the search, as the tests read them."""
+
+    folder: Path
+    store: str
+    stops: list[Stop]
+    """The first driver's stop, then each stopped resume's, in order."""
     resume_code: int
     resumed: str
+    """The last resume's output: the one that ended the search."""
     sockets: Sockets
-    """What the stopped driver's process tree listened on (sampled only where asked)."""
+    """What the first driver's process tree listened on (sampled only where asked)."""
+
+    @property
+    def code(self) -> int:
+        return self.stops[0].code
+
+    @property
+    def stopped(self) -> str:
+        return self.stops[0].output
+
+    @property
+    def state(self) -> dict | None:
+        return self.stops[0].state
+
+    @property
+    def runs(self) -> list:
+        return self.stops[0].runs
 
 
-def play(tmp_path: Path, *, code: str | None = None, when=None, sample: bool = False) -> Story:
-    """Start the search, let `when` (or `code`) stop it, then run the printed resume command."""
-    from mlflow.tracking import MlflowClient
-
+def play(tmp_path: Path, *, when=None, sample: bool = False,
+         resume_codes: tuple[str, ...] = ()) -> Story:
+    """Start the search and let `when` stop it; then run the printed resume command, first as
+    each of `resume_codes` (drivers that stop themselves), then as the CLI itself."""
     from tests.conftest import make_npz, sqlite_store
 
     store = sqlite_store(tmp_path)
@@ -180,32 +205,42 @@ def play(tmp_path: Path, *, code: str | None = None, when=None, sample: bool = F
                      "workload": "tests.integration.faults:slow_classifier"}}
     (tmp_path / "spec.yaml").write_text(yaml.safe_dump(spec))
     folder = tmp_path / "runs" / NAME
-    driver = Driver("search", "--spec", "spec.yaml", cwd=tmp_path, code=code, when=when)
+    driver = Driver("search", "--spec", "spec.yaml", cwd=tmp_path, when=when)
     sockets = Sockets()
     if sample:
         sockets.sample_until_exit(driver.proc)
+    stops = [_stopped(driver, folder, store)]
+
+    elsewhere = tmp_path / "elsewhere"  # the printed command works from any directory
+    elsewhere.mkdir()
+    for code in resume_codes:
+        stops.append(_stopped(Driver("resume", str(folder), cwd=elsewhere, code=code),
+                              folder, store))
+    resume = Driver("resume", str(folder), cwd=elsewhere)
+    resume_code = resume.finish()
+    return Story(folder, store, stops, resume_code, resume.output, sockets)
+
+
+def _stopped(driver: Driver, folder: Path, store: str) -> Stop:
+    """Wait for `driver` to end; what it left in the search folder and in MLflow."""
+    from mlflow.tracking import MlflowClient
+
     exit_code = driver.finish()
     state_file = folder / "search_state.json"
     state = json.loads(state_file.read_text()) if state_file.exists() else None
     client = MlflowClient(store)
     experiment = client.get_experiment_by_name(NAME)
     runs = client.search_runs([experiment.experiment_id]) if experiment else []
-
-    elsewhere = tmp_path / "elsewhere"  # the printed command works from any directory
-    elsewhere.mkdir()
-    resume = Driver("resume", str(folder), cwd=elsewhere)
-    resume_code = resume.finish()
-    return Story(folder, store, exit_code, driver.output, state, runs, resume_code,
-                 resume.output, sockets)
+    return Stop(exit_code, driver.output, state, runs)
 
 
 STORIES: dict[str, Callable[[Path], Story]] = {
     "ctrl_c": lambda tmp: play(tmp, when=(("[baseline ", f"epoch 2/{EPOCHS}"),
-                                          lambda d: d.signal_group(signal.SIGINT))),
+                                          lambda d: d.signal_group(signal.SIGINT)),
+                               resume_codes=(SIGNAL_IN_FINISH,)),
     "kill_9": lambda tmp: play(tmp, when=((f"[trial 2/{TRIALS} ", "start"),
                                           lambda d: d.signal_group(signal.SIGKILL)),
                                sample=True),
-    "stop_in_finish": lambda tmp: play(tmp, code=SIGNAL_IN_FINISH),
 }
 
 

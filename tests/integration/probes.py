@@ -24,6 +24,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.conftest import sqlite_store
+
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT_S = 300
 # name -> (module, its arguments before OUT_DIR, the prefix of its report line)
@@ -68,6 +70,7 @@ def run_all(tmp_dir: Callable[[str], Path]) -> dict[str, Probe]:
     started, began = {}, time.monotonic()
     for name, (module, args, _) in PROBES.items():
         out = tmp_dir(name)
+        sqlite_store(out)  # out/mlflow.db, its tables made: the probes are not about MLflow
         started[name] = subprocess.Popen(
             [sys.executable, "-m", module, *args, str(out)], cwd=out, env=env,
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,

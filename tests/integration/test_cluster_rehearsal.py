@@ -34,7 +34,7 @@ import psutil
 import pytest
 from mlflow.tracking import MlflowClient
 
-from tests.conftest import make_npz
+from tests.conftest import make_npz, sqlite_store
 from tests.integration.ray_nodes import ADDRESS_FILE, BIN, RAY, ROOT, free_ports, ray_cli, \
     stop_node
 
@@ -186,6 +186,7 @@ def _submit(cluster: Cluster, tmp_path: Path, name: str, spec: str, *args: str,
     the job's working dir; its output (the job's own, tailed by the CLI) comes in lines."""
     (tmp_path / "spec.yaml").write_text(spec)
     data = make_npz(tmp_path / "tiny.npz", n=data_n)
+    sqlite_store(tmp_path)  # the job's store, its tables made (~1-3 s of the worker's CPU)
     env_vars = {"MLFLOW_SYSTEM_METRICS_SAMPLING_INTERVAL": str(INTERVAL_S),
                 "RAY_TRAIN_HEALTH_CHECK_INTERVAL_S": "0.1"}
     return subprocess.Popen(

@@ -38,9 +38,10 @@ def _spec(tmp_path: Path, data: str, name: str, **changes) -> SearchSpec:
 
 def test_screen_predict_confirm_then_a_second_search_starts_from_the_first(
         ray_session, tmp_path):
-    from tests.conftest import make_npz
+    from tests.conftest import make_npz, sqlite_store
 
     data = make_npz(tmp_path / "tiny.npz", n=480, n_val=120)
+    sqlite_store(tmp_path)  # the store _spec names, its tables made
     # Ctrl-C once the first confirmation has ended; the resume finishes the search.
     out = _CtrlC(when=("[trial 1/", "s wall"))
     with pytest.raises(SearchInterrupted):

@@ -1,7 +1,8 @@
 """Stop a real CLI search anywhere, then run the `orchestrator resume DIR` it printed: the search the
 user started ends whole (issue 20). The three stops (Ctrl-C in the baseline, `kill -9` in the
-second trial, SIGTERM while the results are written) are played at once by
-tests/integration/cli_stories.py; each test asserts on its own.
+second trial, SIGTERM while the results are written) are played by
+tests/integration/cli_stories.py: the last one stops the first one's resume. Each test asserts
+on its own.
 
 Whichever it was, after the resume: every planned trial ran exactly once, the baseline has one
 row and one MLflow run (a finished baseline is not run again), every trial printed one ending
@@ -74,7 +75,7 @@ def test_ctrl_c_in_the_baseline_then_resume_runs_the_whole_search(cli_stories):
     assert {r.data.tags.get("status") for r in story.runs if r.data.tags.get("baseline")} \
         == {"interrupted"}
 
-    resumed = story.resumed
+    resumed = story.stops[1].output  # its resume trains all; the next test stops it in finish
     assert "resuming:" in resumed and "[baseline " in resumed  # the cut baseline runs again
     by_role = _assert_whole(story)
     for row in by_role["trial"] + by_role["baseline"]:
@@ -98,13 +99,14 @@ def test_kill_9_in_the_second_trial_then_resume_keeps_what_finished(cli_stories)
 
 
 def test_a_stop_while_results_are_written_is_finished_by_resume(cli_stories):
-    story = _story(cli_stories, "stop_in_finish")
-    out = story.stopped
-    assert story.code == 130, out
+    story = _story(cli_stories, "ctrl_c")
+    stop = story.stops[1]  # the resume of the Ctrl-C, stopped once its leaderboard was written
+    out = stop.output
+    assert stop.code == 130, out
     assert f"orchestrator resume {story.folder}" in out and f"{TRIALS} trials: " in out
     assert not [m for m in DUMP_MARKS if m in out], out
-    assert story.state["finished"] is False
-    assert story.state["stages_done"] == ["baseline", "tune"]
+    assert stop.state["finished"] is False
+    assert stop.state["stages_done"] == ["baseline", "tune"]
 
     resumed = story.resumed
     assert " start" not in resumed  # nothing trains again: only the results are written

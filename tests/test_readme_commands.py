@@ -35,7 +35,7 @@ from tests.readme_commands import span_flags
 SERVER = "covered by tests/orchestrator/test_mlflow_tracking.py::" \
          "test_store_that_never_returns_falls_back_to_local_sqlite"
 PLACEMENT = "covered by tests/integration/test_placement.py::" \
-            "test_pack_uses_one_node_and_spread_uses_two"
+            "test_spread_puts_a_2_worker_trial_on_two_nodes"
 JOB = "covered by tests/integration/test_cluster_rehearsal.py::" \
       "test_every_trial_runs_on_the_worker_node_and_its_records_come_from_there"
 BAD_INPUT = "covered by tests/orchestrator/test_inputs.py::" \

@@ -2,8 +2,7 @@
 or a local Ray of another size, cannot share a process with the suite's local Ray) that prints
 one line `PREFIX {json}` of what it found.
 
-* `placement` (tests/integration/placement_probe.py): PACK and SPREAD on a simulated 2-node
-  cluster;
+* `placement` (tests/integration/placement_probe.py): SPREAD on a simulated 2-node cluster;
 * `gpu` and `cpu` (tests/integration/resources_probe.py): resources that fit a 1-GPU node, and
   a Ray with fewer CPUs than the machine's cores.
 

@@ -172,22 +172,6 @@ class Story:
     sockets: Sockets
     """What the first driver's process tree listened on (sampled only where asked)."""
 
-    @property
-    def code(self) -> int:
-        return self.stops[0].code
-
-    @property
-    def stopped(self) -> str:
-        return self.stops[0].output
-
-    @property
-    def state(self) -> dict | None:
-        return self.stops[0].state
-
-    @property
-    def runs(self) -> list:
-        return self.stops[0].runs
-
 
 def play(tmp_path: Path, *, when=None, sample: bool = False,
          resume_codes: tuple[str, ...] = ()) -> Story:

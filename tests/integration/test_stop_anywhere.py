@@ -61,18 +61,19 @@ def _assert_whole(story: Story) -> dict:
 
 def test_ctrl_c_in_the_baseline_then_resume_runs_the_whole_search(cli_stories):
     story = _story(cli_stories, "ctrl_c")
-    out, folder = story.stopped, story.folder
-    assert story.code == 130, out
+    stop = story.stops[0]
+    out, folder = stop.output, story.folder
+    assert stop.code == 130, out
     assert f"orchestrator resume {folder}" in out and "Tuner.restore" not in out
     assert not [m for m in DUMP_MARKS if m in out], out
     assert "[trial " not in out  # the search's trials had not started
     stopped = [ln for ln in out.splitlines() if ln.startswith("[baseline ") and " after " in ln]
     assert len(stopped) == 1 and " interrupted after " in stopped[0], out  # one ending line
-    assert story.state["finished"] is False
-    assert "baseline" not in story.state.get("stages_done", [])
-    parent = next(r for r in story.runs if r.data.tags.get("orchestrator.role") == "search")
+    assert stop.state["finished"] is False
+    assert "baseline" not in stop.state.get("stages_done", [])
+    parent = next(r for r in stop.runs if r.data.tags.get("orchestrator.role") == "search")
     assert parent.data.tags.get("interrupted") == "true" and parent.info.status == "KILLED"
-    assert {r.data.tags.get("status") for r in story.runs if r.data.tags.get("baseline")} \
+    assert {r.data.tags.get("status") for r in stop.runs if r.data.tags.get("baseline")} \
         == {"interrupted"}
 
     resumed = story.stops[1].output  # its resume trains all; the next test stops it in finish
@@ -84,10 +85,11 @@ def test_ctrl_c_in_the_baseline_then_resume_runs_the_whole_search(cli_stories):
 
 def test_kill_9_in_the_second_trial_then_resume_keeps_what_finished(cli_stories):
     story = _story(cli_stories, "kill_9")
-    assert story.code == -signal.SIGKILL, story.stopped
-    first = [ln for ln in story.stopped.splitlines()
+    stop = story.stops[0]
+    assert stop.code == -signal.SIGKILL, stop.output
+    first = [ln for ln in stop.output.splitlines()
              if ln.startswith(f"[trial 1/{TRIALS} ") and " after " in ln]
-    assert len(first) == 1, story.stopped
+    assert len(first) == 1, stop.output
     first_id = first[0].split()[2].rstrip("]")
 
     resumed = story.resumed

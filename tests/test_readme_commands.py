@@ -133,7 +133,8 @@ COMMANDS: dict[str, str] = {
     "orchestrator search ...": "quickstart",
     "python -m orchestrator search --spec two-workers.yaml --trials 3 --epochs 1 --tracking-uri "
     "sqlite:///$PWD/mlflow.db --output-dir $PWD/orchestrator_runs":
-        JOB,  # its 2nd and 3rd trials: 2-worker groups, one after another
+        JOB,  # a 2-worker group sent with `ray job submit` (groups in a row reuse no trial
+    # actor: tests/orchestrator/test_resources.py, the reuse test)
     "python -m orchestrator resume /home/ray/runs/NAME": "resume",
     "--placement SPREAD": PLACEMENT,
     "--tracking-uri http://127.0.0.1:5000": SERVER,

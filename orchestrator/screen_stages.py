@@ -24,6 +24,7 @@ import time
 from orchestrator import predict as predictor
 from orchestrator import screening
 from orchestrator.knowledge import CONFIRM, SCREEN, SEARCH, Knowledge, machine_kind
+from orchestrator.prepare import profile_switches
 from orchestrator.records import Role, TrialRecord
 from orchestrator.stopper import TargetStopper
 from orchestrator.tracking.datasets import dataset_record
@@ -146,7 +147,7 @@ class ScreenStages:
         s = self.search
         target = s.objective.target
         stopper = TargetStopper(s.objective, curve=s.baseline.get("curve"))
-        todo, skipped, missed, measured = [], 0, [], []
+        todo, skipped, missed, measured, reached = [], 0, [], [], []
         own = str(s.folder.root)  # this search's own confirmations are its journal's rows
         for pred in self.predictions:
             if not pred.predicted_speedup > 1.0:
@@ -156,6 +157,7 @@ class ScreenStages:
                 todo.append(pred)
             elif earlier.get("time_to_target_s") is not None:
                 self.earlier.append(_earlier_record(earlier, self.trial_knobs(pred)))
+                reached.append(self.trial_knobs(pred))
                 stopper.best_s = min(stopper.best_s or float("inf"),
                                      earlier["time_to_target_s"])
                 if pred.predicted_time_s > 0:  # how far off the prediction was: calibrates
@@ -174,28 +176,35 @@ class ScreenStages:
             if rec.short_by is not None:
                 missed.append((rec.knobs, rec.short_by))
             predicted = (rec.prediction or {}).get("predicted_time_s")
-            if _reached(rec) and predicted:
-                measured.append(rec.metrics["time_to_target_s"] / predicted)
+            if _reached(rec):
+                reached.append(rec.knobs)
+                if predicted:
+                    measured.append(rec.metrics["time_to_target_s"] / predicted)
         if skipped:
             print(f"confirm: {skipped} configuration(s) skipped: an earlier search could not "
                   "run them or bring them to this target", file=s.out, flush=True)
         planned = min(s.spec.num_trials - len(done), len(todo))
         try:
             if planned > 0:
-                self._confirm(todo, planned, stopper, missed, measured)
+                self._confirm(todo, planned, stopper, missed, measured, reached)
         finally:  # also on a stop: what ended is known to later searches at once
             self._remember_finished(target)
 
     def _confirm(self, todo: list[predictor.Prediction], planned: int, stopper: TargetStopper,
-                 missed: list, measured: list[float]) -> None:
+                 missed: list, measured: list[float], reached: list[dict]) -> None:
         s = self.search
-        ctx = s._trial_context(s.prepared.base, s.objective, (), None)
+        # A candidate whose switches the screen did not time (it times them only for the few
+        # predicted fastest, and confirm may go past those) picks them as a `tune` trial
+        # does, by timing a few steps at its start; one that was timed keeps its value.
+        ctx = s._trial_context(s.prepared.base, s.objective,
+                               profile_switches(s.spec, s.prepared.searched, s.prepared.base),
+                               None)
         s.book.follow(stopper)
         s.book.begin(Role.TRIAL, s.spec.num_trials, s.spec.epochs, predictions={
             config_key(self.trial_knobs(p)): p.to_dict() for p in todo})
         searcher = Confirmations([self.trial_knobs(p) for p in todo],
                                  [p.predicted_time_s for p in todo], stopper, SLACK,
-                                 missed=missed, measured=measured)
+                                 missed=missed, measured=measured, reached=reached)
         workers = [int(p.config.get("workers", 1)) for p in todo]
         s._fit(TuneRun(trainable(ctx, s._datasets()), {}, num_samples=planned,
                        max_concurrent=s.prepared.plan.max_concurrent_trials,

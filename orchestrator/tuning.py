@@ -65,6 +65,13 @@ class Confirmations(Searcher):
     still reach the target, so it is not ruled out, only tried after every model and precision
     not yet tried (a confirmation budget spent on one model that cannot learn enough answers
     nothing), the one that fell least short first.
+    A miss also casts doubt on each value of its model's knobs (width 0.5, patch 16): the
+    value that keeps missing is likely what learns too little (thinner models and smaller
+    patches trade accuracy for speed), so a model with fewer doubted values is tried first, a
+    value doubted until a configuration holding it reaches the target (`reached`). The
+    predictions rank candidates by speed alone and the fastest share the thinnest model and the
+    smallest patch: without this, every confirmation of a small budget went to models that
+    could not reach the target (unet3d, docs/benchmarks.md).
     A configuration that differs from one already proposed only in speed switches
     (`trainables.config.SPEED_ONLY`) is not proposed: it trains the same run, and the screen
     has timed both (the faster, predicted first, is the one proposed).
@@ -77,14 +84,17 @@ class Confirmations(Searcher):
 
     def __init__(self, configs: list[dict], predicted: list[float], stopper,
                  slack: float = 0.75, missed: list[tuple[dict, float]] = (),
-                 measured: list[float] = ()):
+                 measured: list[float] = (), reached: list[dict] = ()):
         """missed: (configuration, how far short it fell) of earlier searches' misses, which
         teach as this search's own do. measured: measured / predicted time to the target of
-        earlier searches' confirmations that reached it."""
+        earlier searches' confirmations that reached it; reached: their configurations."""
         super().__init__()
         self.configs, self.predicted = list(configs), list(predicted)
         self.stopper, self.slack, self.earlier = stopper, slack, list(missed)
-        self.measured = list(measured)
+        self.measured, self.reached = list(measured), list(reached)
+        models = [_model(c) for c in self.configs]
+        self.varied = {k for k in set().union(*models)
+                       if len({repr(m.get(k)) for m in models}) > 1}
         self.left = list(range(len(self.configs)))  # not proposed yet, fastest predicted first
         self.proposed: dict[str, dict] = {}  # trial id -> its configuration
         self.predicted_of: dict[str, float] = {}  # trial id -> its predicted time
@@ -105,9 +115,11 @@ class Confirmations(Searcher):
         for config, gap in missed:
             model = _key(learning_knobs(config))
             short[model] = min(short.get(model, math.inf), gap)
+        doubted = self._doubted([m for m, _ in missed])
         # Stable: within a rank, fastest predicted first.
-        order = sorted(self.left,
-                       key=lambda i: short.get(_key(learning_knobs(self.configs[i])), -1.0))
+        order = sorted(self.left, key=lambda i: (
+            len(self._pairs(self.configs[i]) & doubted),
+            short.get(_key(learning_knobs(self.configs[i])), -1.0)))
         best, scale = self.stopper.best_s, self.calibration() * self.slack
         for i in order:
             if best is None or self.predicted[i] * scale <= best:
@@ -116,6 +128,19 @@ class Confirmations(Searcher):
                 self.predicted_of[trial_id] = self.predicted[i]
                 return dict(self.configs[i])
         return Searcher.FINISHED  # the rest are predicted slower than a time measured
+
+    def _doubted(self, missed: list[dict]) -> set:
+        """The (knob, value) pairs of the models that missed that no configuration which
+        reached the target holds."""
+        reached = self.reached + [self.proposed[t] for t in self.stopper.reached
+                                  if t in self.proposed]
+        held = set().union(*map(self._pairs, reached))
+        return set().union(*map(self._pairs, missed)) - held
+
+    def _pairs(self, config: dict) -> set:
+        """(knob, value) of `config`'s model, for the knobs the candidates differ in (a value
+        they all share tells none of them apart)."""
+        return {(k, repr(v)) for k, v in _model(config).items() if k in self.varied}
 
     def _same_run(self, config: dict) -> bool:
         return any(_training(c) == _training(config) for c in self.proposed.values())
@@ -138,15 +163,16 @@ class Confirmations(Searcher):
         self.predicted_of = state.get("predicted_of", {})
 
 
+def _model(config: dict) -> dict:
+    """The model `config` trains: its learning knobs, precision aside (see `_learns_no_more`)."""
+    return {k: v for k, v in learning_knobs(config).items() if k != "precision"}
+
+
 def _learns_no_more(config: dict, missed: dict) -> bool:
     """`config` learns no more than `missed`, a configuration that missed the target: the same
     model at as many samples per step or more and as few mantissa bits or fewer."""
-
-    def model(c: dict) -> dict:
-        return {k: v for k, v in learning_knobs(c).items() if k != "precision"}
-
     bits = MANTISSA_BITS.get(config.get("precision"), 0)
-    return model(config) == model(missed) \
+    return _model(config) == _model(missed) \
         and samples_per_step(config) >= samples_per_step(missed) \
         and bits <= MANTISSA_BITS.get(missed.get("precision"), 0)
 

@@ -134,7 +134,7 @@ COMMANDS: dict[str, str] = {
     "python -m orchestrator search --spec two-workers.yaml --trials 3 --epochs 1 --tracking-uri "
     "sqlite:///$PWD/mlflow.db --output-dir $PWD/orchestrator_runs":
         JOB,  # a 2-worker group sent with `ray job submit` (groups in a row reuse no trial
-    # actor: tests/orchestrator/test_resources.py, the reuse test)
+    # actor: tests/trainables/test_trainable.py)
     "python -m orchestrator resume /home/ray/runs/NAME": "resume",
     "--placement SPREAD": PLACEMENT,
     "--tracking-uri http://127.0.0.1:5000": SERVER,

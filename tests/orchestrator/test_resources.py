@@ -42,13 +42,3 @@ def test_worker_cpu_limit_without_gpus_is_the_biggest_node():
     assert worker_cpu_limit([{"CPU": 2}, {"CPU": 16}]) == 16
     assert worker_cpu_limit([]) == 1
 
-
-def test_trial_actors_are_reused_only_where_no_trial_trains_in_a_worker_group():
-    """A reused trial actor once raced the previous trial's worker-group teardown (a trial went
-    missing from the leaderboard); the cluster rehearsal runs one group trial since, on this."""
-    from trainables.trial.trainable import reuse_actors
-
-    assert reuse_actors([1], always_use_worker_group=False)
-    assert not reuse_actors([1, 2], always_use_worker_group=False)
-    assert not reuse_actors([2], always_use_worker_group=False)
-    assert not reuse_actors([1], always_use_worker_group=True)

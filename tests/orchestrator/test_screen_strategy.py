@@ -233,3 +233,34 @@ def test_an_earlier_searchs_miss_rules_out_what_learns_no_more():
     assert searcher.suggest("a") == {**thin, "width": 1.0}
     assert searcher.suggest("b") == {**thin, "batch_size": 32}
     assert searcher.suggest("c") == "FINISHED"
+
+
+def test_a_miss_casts_doubt_on_its_models_values_until_one_holding_them_reaches_the_target():
+    """unet3d's predictions put the thinnest model at the smallest patch first; when it misses,
+    the next confirmation goes to the model that shares none of its values, not to the next
+    fastest thin or small-patch model. A value that reaches the target is doubted no more."""
+    objective = MatchBaselineObjective(tolerance=0.01, baseline_score=0.8, baseline_s=100.0)
+    stopper = TargetStopper(objective, curve=BASELINE["curve"])
+
+    def report(trial, score=0.5, reached=math.nan):
+        return stopper(trial, {"status": "running", "epoch": 12, "epochs_planned": 20,
+                               "val_score": score, "train_time_s": 12.0,
+                               "time_to_target_s": reached})
+
+    def model(width, patch, batch=8):
+        return {"width": width, "patch_size": patch, "batch_size": batch,
+                "precision": "bf16-mixed"}
+
+    thin_small, wide_small = model(0.5, 16), model(1.0, 16)
+    thin_big, wide_big = model(0.5, 24), model(1.0, 24)
+    searcher = Confirmations([thin_small, wide_small, thin_big, wide_big, model(0.5, 16, 4)],
+                             [4.0, 4.5, 5.0, 6.0, 6.5], stopper)
+    assert searcher.suggest("a") == thin_small
+    assert report("a")  # behind the baseline's curve: width 0.5 and patch 16 are doubted
+    assert searcher.suggest("b") == wide_big  # the model holding neither
+    assert report("b", score=0.8, reached=6.0)  # reached: width 1.0 and patch 24 are fine
+    # Each left holds one doubted value but the thin model at a smaller batch, which holds two.
+    assert searcher.suggest("c") == wide_small
+    assert searcher.suggest("d") == thin_big
+    assert searcher.suggest("e") == model(0.5, 16, 4)
+    assert searcher.suggest("f") == "FINISHED"

@@ -58,6 +58,12 @@ def trial_config(ctx: TrialContext, sampled: dict[str, Any]) -> TrialConfig:
     return TrialConfig.from_dict({**ctx.base, **sampled})
 
 
+def trial_profile(ctx: TrialContext, sampled: dict[str, Any]) -> tuple[str, ...]:
+    """The switches this trial times at its start: the context's, but for one its own settings
+    name (a screened candidate's timed value is its value, not the profile's)."""
+    return tuple(switch for switch in ctx.profile if switch not in sampled)
+
+
 def in_process(ctx: TrialContext, cfg: TrialConfig) -> bool:
     return cfg.workers == 1 and not ctx.always_use_worker_group
 
@@ -106,7 +112,7 @@ def run_trial(sampled: dict[str, Any], ctx: TrialContext, datasets: dict) -> Non
     use_gpu = ctx.resources.use_gpu
     plan = TrialPlan(cfg=cfg, meta=ctx.meta, n_train=ctx.n_train,
                      threads=ctx.resources.threads(cfg.workers),
-                     model_builder=ctx.model_builder, profile=ctx.profile,
+                     model_builder=ctx.model_builder, profile=trial_profile(ctx, sampled),
                      measure_noise=ctx.measure_noise)
     if in_process(ctx, cfg):
         try:

@@ -205,6 +205,13 @@ class ScreenStages:
         searcher = Confirmations([self.trial_knobs(p) for p in todo],
                                  [p.predicted_time_s for p in todo], stopper, SLACK,
                                  missed=missed, measured=measured, reached=reached)
+        if searcher.next_index() is None:
+            # Nothing left is predicted to beat what was measured: no Tune run to start (one
+            # that ends before its first trial races Tune's own saving of its state).
+            why = "every one is ruled out by a miss" if stopper.best_s is None else \
+                f"none is predicted to beat {stopper.best_s:.1f} s to the target"
+            print(f"confirm: nothing to confirm: {why}", file=s.out, flush=True)
+            return
         workers = [int(p.config.get("workers", 1)) for p in todo]
         s._fit(TuneRun(trainable(ctx, s._datasets()), {}, num_samples=planned,
                        max_concurrent=s.prepared.plan.max_concurrent_trials,

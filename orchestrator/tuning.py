@@ -107,6 +107,16 @@ class Confirmations(Searcher):
         return statistics.median(ratios) if ratios else 1.0
 
     def suggest(self, trial_id: str):
+        i = self.next_index()
+        if i is None:
+            return Searcher.FINISHED  # the rest are predicted slower than a time measured
+        self.left.remove(i)
+        self.proposed[trial_id] = dict(self.configs[i])
+        self.predicted_of[trial_id] = self.predicted[i]
+        return dict(self.configs[i])
+
+    def next_index(self) -> int | None:
+        """The configuration to propose next (None: none left can win); proposes nothing."""
         missed = self.earlier + [(self.proposed[t], gap) for t, gap in self.stopper.behind.items()
                                  if t in self.proposed]
         self.left = [i for i in self.left if not self._same_run(self.configs[i])
@@ -121,13 +131,8 @@ class Confirmations(Searcher):
             len(self._pairs(self.configs[i]) & doubted),
             short.get(_key(learning_knobs(self.configs[i])), -1.0)))
         best, scale = self.stopper.best_s, self.calibration() * self.slack
-        for i in order:
-            if best is None or self.predicted[i] * scale <= best:
-                self.left.remove(i)
-                self.proposed[trial_id] = dict(self.configs[i])
-                self.predicted_of[trial_id] = self.predicted[i]
-                return dict(self.configs[i])
-        return Searcher.FINISHED  # the rest are predicted slower than a time measured
+        return next((i for i in order if best is None or self.predicted[i] * scale <= best),
+                    None)
 
     def _doubted(self, missed: list[dict]) -> set:
         """The (knob, value) pairs of the models that missed that no configuration which

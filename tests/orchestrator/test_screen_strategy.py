@@ -82,6 +82,7 @@ def test_confirmations_go_in_order_and_stop_once_the_rest_cannot_win():
     assert searcher.suggest("t1") == {"b": 1}
     stopper.best_s = 11.0  # the first reached the target in 11 s
     assert searcher.suggest("t2") == {"b": 2}  # 12 s predicted: within the slack, worth it
+    assert searcher.next_index() is None and searcher.left == [2]  # asks, proposes nothing
     assert searcher.suggest("t3") == "FINISHED"  # 30 s x 0.75 > 11 s: cannot win
 
 

@@ -156,8 +156,9 @@ class ScreenStages:
             if earlier is None:
                 todo.append(pred)
             elif earlier.get("time_to_target_s") is not None:
-                self.earlier.append(_earlier_record(earlier, self.trial_knobs(pred)))
-                reached.append(self.trial_knobs(pred))
+                knobs = self.trial_knobs(pred)
+                self.earlier.append(_earlier_record(earlier, knobs))
+                reached.append(knobs)
                 stopper.best_s = min(stopper.best_s or float("inf"),
                                      earlier["time_to_target_s"])
                 if pred.predicted_time_s > 0:  # how far off the prediction was: calibrates

@@ -116,7 +116,8 @@ class Confirmations(Searcher):
         return dict(self.configs[i])
 
     def next_index(self) -> int | None:
-        """The configuration to propose next (None: none left can win); proposes nothing."""
+        """The configuration to propose next (None: none left can win). Proposes nothing; it
+        only drops from `left` what a miss or a proposal already rules out."""
         missed = self.earlier + [(self.proposed[t], gap) for t, gap in self.stopper.behind.items()
                                  if t in self.proposed]
         self.left = [i for i in self.left if not self._same_run(self.configs[i])

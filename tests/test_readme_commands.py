@@ -131,10 +131,10 @@ COMMANDS: dict[str, str] = {
     "PACK --tracking-uri sqlite:////home/ray/mlflow.db --output-dir /home/ray/runs": JOB,
     "python -m orchestrator search ...": JOB,
     "orchestrator search ...": "quickstart",
+    # A 2-worker group sent with `ray job submit` (groups in a row reuse no trial actor:
+    # tests/trainables/test_trainable.py).
     "python -m orchestrator search --spec two-workers.yaml --trials 3 --epochs 1 --tracking-uri "
-    "sqlite:///$PWD/mlflow.db --output-dir $PWD/orchestrator_runs":
-        JOB,  # a 2-worker group sent with `ray job submit` (groups in a row reuse no trial
-    # actor: tests/trainables/test_trainable.py)
+    "sqlite:///$PWD/mlflow.db --output-dir $PWD/orchestrator_runs": JOB,
     "python -m orchestrator resume /home/ray/runs/NAME": "resume",
     "--placement SPREAD": PLACEMENT,
     "--tracking-uri http://127.0.0.1:5000": SERVER,

@@ -41,4 +41,3 @@ def test_gpu_workers_get_a_gpu_and_the_cpus_beside_it():
 def test_worker_cpu_limit_without_gpus_is_the_biggest_node():
     assert worker_cpu_limit([{"CPU": 2}, {"CPU": 16}]) == 16
     assert worker_cpu_limit([]) == 1
-

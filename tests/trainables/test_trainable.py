@@ -10,7 +10,7 @@ from trainables.trial.trainable import reuse_actors, trial_profile
 
 def test_trial_actors_are_reused_only_where_no_trial_trains_in_a_worker_group():
     """A reused trial actor once raced the previous trial's worker-group teardown (a trial went
-    missing from the leaderboard); the cluster rehearsal runs one group trial since, on this."""
+    missing from the leaderboard). The cluster rehearsal relies on this: it runs one group."""
     assert reuse_actors([1], always_use_worker_group=False)
     assert not reuse_actors([1, 2], always_use_worker_group=False)
     assert not reuse_actors([2], always_use_worker_group=False)

@@ -59,7 +59,7 @@ class Prediction:
         return {**self.config, "epochs": self.planned_epochs}
 
 
-def baseline_epochs_to(curve: list[list[float]], target: float) -> int | None:
+def first_epoch_at(curve: list[list[float]], target: float) -> int | None:
     """The first epoch of a learning curve ([epoch, score, time]) at or above `target`."""
     for epoch, score, _ in curve:
         if score >= target:
@@ -71,7 +71,7 @@ def predict(screened: list[dict], baseline: dict, target: float) -> list[Predict
     """A prediction for every screened candidate that can run, fastest first."""
     curve = baseline.get("curve") or []
     full = int(baseline.get("epochs") or len(curve) or 1)
-    reached = baseline_epochs_to(curve, target) or full
+    reached = first_epoch_at(curve, target) or full
     base_time = float(baseline["train_time_s"])  # the run the user makes: all N epochs
     b0 = int(baseline["config"].get("batch_size", 1))
     noise = float(baseline.get("noise_scale", math.nan))

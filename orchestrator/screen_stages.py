@@ -6,8 +6,10 @@
     predict  each candidate's time to the baseline's accuracy, from its step time, the
              baseline's learning curve and its gradient noise scale (orchestrator/predict.py)
     confirm  train the fastest predicted to the target, in order, each stopped once decided
-             (reached it; or slower than the baseline or than one that reached it), until the
-             next prediction cannot beat what was measured (orchestrator/tuning.Confirmations)
+             (reached it; or slower than the baseline or than one that reached it, or, once a
+             twin of it is decided, projected slower at its own measured pace: orchestrator/
+             twins.py), until the next prediction cannot beat what was measured
+             (orchestrator/tuning.Confirmations)
 
 What an earlier search on the same workload and data measured is reused (orchestrator/
 knowledge.py): its screens on this machine kind, its confirmed results; a configuration it could
@@ -158,6 +160,7 @@ class ScreenStages:
             elif earlier.get("time_to_target_s") is not None:
                 knobs = self.trial_knobs(pred)
                 self.earlier.append(_earlier_record(earlier, knobs))
+                _teach_twins(stopper, earlier["knobs"], earlier.get("curve"), target)
                 reached.append(knobs)
                 stopper.best_s = min(stopper.best_s or float("inf"),
                                      earlier["time_to_target_s"])
@@ -165,6 +168,8 @@ class ScreenStages:
                     measured.append(earlier["time_to_target_s"] / pred.predicted_time_s)
             else:
                 skipped += 1  # failed, or could not reach a target this low: never retried
+                if not traits(earlier["status"]).failed:  # it trained: its twins learn alike
+                    _teach_twins(stopper, earlier["knobs"], earlier.get("curve"), target)
                 if earlier.get("short_by") is not None:  # it learned too little: so do others
                     missed.append((self.trial_knobs(pred), earlier["short_by"]))
         # Confirmed before a stop: not run again, and what they measured counts as it did live
@@ -174,6 +179,8 @@ class ScreenStages:
         todo = [p for p in todo if config_key(self.trial_knobs(p)) not in ran]
         for rec in done:
             _tighten(stopper, rec)
+            if not traits(rec.status).failed:
+                _teach_twins(stopper, rec.knobs, rec.curve, target)
             if rec.short_by is not None:
                 missed.append((rec.knobs, rec.short_by))
             predicted = (rec.prediction or {}).get("predicted_time_s")
@@ -249,6 +256,15 @@ def _reached(rec: TrialRecord) -> bool:
 def _tighten(stopper: TargetStopper, rec: TrialRecord) -> None:
     if traits(rec.status).rankable and _reached(rec):
         stopper.best_s = min(stopper.best_s or float("inf"), rec.metrics["time_to_target_s"])
+
+
+def _teach_twins(stopper: TargetStopper, knobs: dict, curve: list | None,
+                 target: float) -> None:
+    """What a confirmation that ended (this search's before a stop, or an earlier search's)
+    says about its twins: the epoch it reached `target` at, or the last it trained without."""
+    if curve:
+        reached = predictor.first_epoch_at(curve, target)
+        stopper.twins.learn(knobs, reached or int(curve[-1][0]), reached is not None)
 
 
 def _earlier_record(entry: dict, knobs: dict) -> TrialRecord:

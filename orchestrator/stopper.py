@@ -6,7 +6,9 @@ Under `match_baseline` a trial whose training time passes the baseline's time to
 without reaching it can no longer be faster than the baseline: it is cut there. Nor can a trial
 whose training time passes the fastest time to the target another trial reached: it is cut too. Trials can then
 be planned as long as the baseline's run (so that they can reach its score at all) at the cost
-of only the epochs that decide them.
+of only the epochs that decide them. A trial whose twin (the same run at another precision or
+speed switches, orchestrator/twins.py) is decided is cut as soon as its own pace, measured over
+its epochs after the first, shows it cannot reach the target before the fastest time.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import math
 
 from ray.tune import Stopper
 
+from orchestrator.twins import TwinEpochs
 from trainables.status import TrialStatus
 
 
@@ -73,8 +76,22 @@ class TargetStopper(Stopper):
         cut for falling behind the baseline's learning curve (the gap to it), or ended below
         the target after all their epochs (the gap to the target)."""
         self._best_score: dict[str, float] = {}
+        self.twins = TwinEpochs()
+        """What decided trials say about the epochs their twins need (`orchestrator/twins.py`);
+        also taught by the trials of earlier searches and of a resumed one."""
+        self._first: dict[str, tuple[int, float]] = {}  # trial -> (epoch, training time) first seen
 
     def __call__(self, trial_id: str, result: dict) -> bool:
+        stop = self._decide(trial_id, result)
+        running = result.get("status", TrialStatus.RUNNING) == TrialStatus.RUNNING
+        if (stop or not running) and isinstance(result.get("config"), dict) \
+                and result.get("epoch"):
+            # Decided: what it reached, or did not by this epoch, tells its twins.
+            self.twins.learn(result["config"], int(result["epoch"]),
+                             _finite(result.get("time_to_target_s")))
+        return stop
+
+    def _decide(self, trial_id: str, result: dict) -> bool:
         target = getattr(self.objective, "target", None)
         reached = result.get("time_to_target_s")
         if _finite(reached):  # (also at its last epoch, where it ends by itself)
@@ -107,7 +124,31 @@ class TargetStopper(Stopper):
                 f"slower than the fastest trial: {spent:.1f}s of training, another reached the "
                 f"target {target:.4f} in {self.best_s:.1f}s")
             return True
-        return self._behind(trial_id, result)
+        return self._twin_slower(trial_id, result, spent) or self._behind(trial_id, result)
+
+    def _twin_slower(self, trial_id: str, result: dict, spent: float) -> bool:
+        """Cut a trial whose decided twin says it reaches the target no sooner than epoch E,
+        when E epochs at its own pace (its epochs after the first: that one also pays the
+        warm-up and the shard's first read) take longer than the fastest time to the target
+        (or, under match_baseline, than the baseline's)."""
+        epoch = int(result.get("epoch") or 0)
+        first = self._first.setdefault(trial_id, (epoch, spent))
+        twin = self.twins.earliest(result.get("config") or {})
+        bars = [b for b in (self.best_s, getattr(self.objective, "baseline_s", None)
+                            if self.objective.needs_baseline else None) if _finite(b)]
+        if twin is None or not bars or epoch <= first[0]:
+            return False
+        pace = (spent - first[1]) / (epoch - first[0])
+        earliest, why = twin
+        projected = spent + max(0, earliest - epoch) * pace
+        if projected <= min(bars):
+            return False
+        self.stopped[trial_id] = (
+            TrialStatus.PRUNED,
+            f"projected slower than the fastest: {why}, so this run reaches it at epoch "
+            f"{earliest} at the earliest; at {pace:.2f}s an epoch that is {projected:.1f}s of "
+            f"training, against {min(bars):.1f}s")
+        return True
 
     def _behind(self, trial_id: str, result: dict) -> bool:
         """Cut a trial whose best score, at a point of its own schedule (epoch / planned epochs,

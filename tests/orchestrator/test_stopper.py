@@ -66,3 +66,60 @@ def test_a_final_or_failed_result_is_left_alone():
                             {})
         assert not stopper(status, metrics)
     assert stopper.stopped == {}
+
+
+def _epochs(objective, stopper, trial, config, pace, epochs, first=None, score=0.6):
+    """Report `epochs` of `trial` (its first epoch `first` s, then `pace` s each) until the
+    stopper cuts it; the epoch it was cut at, or None."""
+    state, spent = {}, 0.0
+    for epoch in range(1, epochs + 1):
+        spent += first if epoch == 1 and first is not None else pace
+        metrics = objective({"val_score": score(epoch) if callable(score) else score,
+                             "train_time_s": spent, "epoch": epoch, "epochs_planned": 21,
+                             "status": "running", "config": config}, state)
+        if stopper(trial, metrics):
+            return epoch
+    return None
+
+
+def test_a_twin_of_a_decided_run_is_cut_once_its_pace_shows_it_cannot_win():
+    objective = make_objective("time_to_target", target=0.9)
+    stopper = TargetStopper(objective)
+    bf16 = {"precision": "bf16-mixed", "batch_size": 4, "width": 1.0, "epochs": 21}
+    # bf16 reaches the target at epoch 12, 0.75 s an epoch: 9 s.
+    assert _epochs(objective, stopper, "bf16", bf16, 0.75, 21,
+                   score=lambda e: 0.95 if e >= 12 else 0.6) == 12
+    assert stopper.best_s == 9.0
+    # Its fp32 twin runs 1.1 s an epoch (a slower first one): reaching at epoch 11 at the
+    # earliest (one epoch of margin) is 11.0+ s > 9 s, known after its second epoch.
+    fp32 = {**bf16, "precision": "fp32", "channels_last": True}
+    assert _epochs(objective, stopper, "fp32", fp32, 1.1, 21, first=2.0) == 2
+    status, reason = stopper.stopped["fp32"]
+    assert status == "pruned" and "projected slower" in reason
+    assert "a twin reached the target at epoch 12" in reason and "epoch 11" in reason
+    # A twin at a faster pace may still win: not cut (0.7 s x 11 = 7.7 s < 9 s) until it is
+    # slower than the fastest in fact.
+    fast = {**bf16, "precision": "fp32"}
+    stopper.twins = type(stopper.twins)()  # forget fp32's own decision
+    stopper.twins.learn(bf16, 12, True)
+    assert _epochs(objective, stopper, "fast", fast, 0.7, 21) == 13
+    assert "slower than the fastest trial" in stopper.stopped["fast"][1]
+    # Not a twin (another batch learns otherwise): its pace alone decides nothing.
+    other = {**bf16, "batch_size": 8, "precision": "fp32"}
+    assert _epochs(objective, stopper, "other", other, 1.1, 10) == 9  # 9.9 s > 9 s
+    assert "slower than the fastest trial" in stopper.stopped["other"][1]
+
+
+def test_a_twin_that_had_not_reached_the_target_bounds_the_other():
+    objective = make_objective("time_to_target", target=0.9)
+    stopper = TargetStopper(objective)
+    stopper.best_s = 7.0
+    run = {"precision": "fp32", "batch_size": 4, "width": 0.5, "epochs": 21}
+    assert _epochs(objective, stopper, "a", run, 0.8, 21) == 9  # 7.2 s: slower than 7 s
+    # Its bf16 twin: not before epoch 9 (had not by 9, one epoch of margin), 0.78 s an epoch.
+    assert _epochs(objective, stopper, "b", {**run, "precision": "bf16-mixed"}, 0.78, 21) == 2
+    assert "had not reached the target by epoch 9" in stopper.stopped["b"][1]
+    # Without a time to beat, a twin's epochs decide nothing.
+    fresh = TargetStopper(objective)
+    fresh.twins.learn(run, 9, False)
+    assert _epochs(objective, fresh, "c", {**run, "precision": "bf16-mixed"}, 5.0, 3) is None

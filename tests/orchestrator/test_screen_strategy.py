@@ -283,3 +283,17 @@ def test_a_finished_confirmation_teaches_its_twins_the_epochs_they_need():
     assert stopper.twins.earliest({**thin, "precision": "fp32", "channels_last": True})[0] == 3
     assert stopper.twins.earliest({**run, "batch_size": 8}) is None
     assert stopper.twins.earliest({**run, "epochs": 30}) is None  # another schedule
+
+
+@pytest.mark.parametrize("short_by, fp32_tried", [(0.03, False), (0.008, True)])
+def test_a_miss_larger_than_a_precision_costs_rules_out_the_finer_precision_too(short_by,
+                                                                               fp32_tried):
+    """bf16 cost the classifier about a point (`PRECISION_COST`): a bf16 miss by less may be
+    fp32's to make up, so fp32 is still tried (last); a miss by three points is the model's."""
+    stopper = TargetStopper(MatchBaselineObjective(baseline_score=0.8, baseline_s=100.0))
+    bf16 = {"width": 1.0, "batch_size": 4, "patch_size": 16, "precision": "bf16-mixed"}
+    fp32 = {**bf16, "precision": "fp32"}
+    other = {**bf16, "patch_size": 24}
+    searcher = Confirmations([fp32, other], [4.0, 6.0], stopper, missed=[(bf16, short_by)])
+    assert searcher.suggest("a") == other
+    assert searcher.suggest("b") == (fp32 if fp32_tried else "FINISHED")

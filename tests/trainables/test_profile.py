@@ -122,6 +122,28 @@ def test_compile_is_judged_with_its_one_off_cost_spread_over_the_planned_steps(e
     assert found.seconds >= 0 and found.estimates
 
 
+def test_a_setting_is_timed_once_and_timing_stops_where_it_cannot_pay_back():
+    calls = []
+
+    def measure(cfg):
+        calls.append((cfg.channels_last, cfg.compile))
+        time.sleep(0.05)  # what timing a candidate costs: a build, warm-up, timed steps
+        return Timing(0.02 if cfg.channels_last else 0.01, 0.0)
+
+    switches = ("channels_last", "compile")
+    # A long trial: every switch is timed, the config's own setting once (it is also compile's
+    # own value at the pick channels_last=False).
+    found = profile(TrialConfig(epochs=100_000), META, _io(steps=10), switches, measure)
+    assert calls == [(False, False), (True, False), (False, True)]
+    assert found.picks == {"channels_last": False, "compile": False} and found.untimed == ()
+    # 2 steps of 10 ms: timing compile (0.05 s, as channels_last's alternative cost) would take
+    # more than half of the trial's 0.02 s of training. The first switch is always timed.
+    calls.clear()
+    found = profile(TrialConfig(epochs=1), META, _io(steps=2), switches, measure)
+    assert calls == [(False, False), (True, False)]
+    assert found.picks == {"channels_last": False} and found.untimed == ("compile",)
+
+
 def test_out_of_memory_in_a_candidate_ends_the_trial_infeasible():
     def measure(cfg):
         if cfg.channels_last:

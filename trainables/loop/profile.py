@@ -23,6 +23,16 @@ Rules (each a why):
   tens of seconds on CPU only wins a trial long enough to pay it back. Other candidates are
   judged by steady time alone: their first steps also pay process-wide first-call costs that
   would count against whichever candidate runs first.
+* A setting is timed once: the config's own value of a later switch, at the picks so far, is
+  often a setting an earlier switch already timed.
+* Timing stops where it cannot pay back within the trial: after each switch, when timing the
+  alternatives left (at what each one has cost so far) would take more than `SHARE` of the
+  trial's estimated training time, the switches left keep the config's own values. A pick
+  saves part of a step, so a profile costing more than half the training cannot earn its time.
+  The config's own values and the first switch are always timed: the first measurement also
+  pays the process's first-call costs, which say nothing about what an alternative costs. On a
+  GPU each new layout is a new cuDNN algorithm search (about 1.3 s for a small model on an
+  H200): profiles of 7.5-12.7 s against 0.6 s of training, measured (docs/benchmarks.md).
 * Several workers each time their own candidates (no collectives: the unwrapped model) and sum
   the estimates with `all_reduce`, so every rank makes the same pick.
 * A candidate that runs out of memory ends the trial (`infeasible` by `status_of`): the search
@@ -65,6 +75,8 @@ PROFILED = ("channels_last", "compile", "cudnn_benchmark")
 PICK_PREFIX = "pick."
 WARMUP_STEPS = 2
 TIMED_STEPS = 5
+# The most of a trial's estimated training time that the switches after the first may cost.
+SHARE = 0.5
 
 
 @dataclass(frozen=True)
@@ -89,6 +101,8 @@ class Profile:
     """Wall time of the whole profile (reported as `profile_s`, outside `train_time_s`)."""
     estimates: dict[str, float] = dataclasses.field(default_factory=dict)
     """'switch=value' -> its estimated cost (seconds of training), for the curious."""
+    untimed: tuple[str, ...] = ()
+    """Switches left at the config's own values: timing them could not pay back (`SHARE`)."""
 
     def apply(self, cfg: TrialConfig) -> TrialConfig:
         return dataclasses.replace(cfg, **self.picks)
@@ -153,12 +167,17 @@ def profile(cfg: TrialConfig, meta: DataMeta, io: LoopIO, switches: tuple[str, .
     planned = max(1, io.steps_per_epoch) * cfg.epochs
     picks: dict[str, Any] = {}
     estimates: dict[str, float] = {}
-    for name, values in sets.items():
+    timed: list[tuple[TrialConfig, Timing]] = []
+    spent, measured = 0.0, 0  # this worker's time and count timing alternatives (not `cfg`)
+    ordered = list(sets.items())
+    for index, (name, values) in enumerate(ordered):
         costs, errors = [], []
         for value in values:
             trial = dataclasses.replace(cfg, **{**picks, **value})
+            known = next((t for c, t in timed if c == trial), None)
+            t0 = time.perf_counter()
             try:
-                t = measure(trial)
+                t = known if known is not None else measure(trial)
             except Exception as err:  # noqa: BLE001 - judged below
                 if is_out_of_memory(err):
                     raise  # the configuration does not fit: infeasible, no full trial
@@ -169,18 +188,32 @@ def profile(cfg: TrialConfig, meta: DataMeta, io: LoopIO, switches: tuple[str, .
                 errors.append(err)
                 costs.append(math.inf)
                 continue
+            finally:
+                if known is None and trial != cfg:
+                    spent, measured = spent + time.perf_counter() - t0, measured + 1
+            timed.append((trial, t))
             # The trial's training time if it trained with this value (see the module doc).
             costs.append(t.step_s * planned + (t.one_off_s if trial.compile else 0.0))
         if len(errors) == len(values):
             raise errors[0]
-        total = io.all_reduce(torch.tensor(costs, dtype=torch.float64, device=io.device))
-        best = int(torch.argmin(total).item())  # first minimum: a tie keeps the config's own
-        for value, cost in zip(values, total.tolist()):
+        # Summed over the workers: every rank makes the same picks and the same stop.
+        total = io.all_reduce(torch.tensor([*costs, spent, measured, 1.0], dtype=torch.float64,
+                                           device=io.device)).tolist()
+        total, (spent_all, measured_all, workers) = total[:-3], total[-3:]
+        best = min(range(len(total)), key=total.__getitem__)  # a tie keeps the config's own
+        for value, cost in zip(values, total):
             estimates[",".join(f"{k}={v}" for k, v in value.items())] = cost
         picks.update(values[best])
+        left = sum(len(vs) - 1 for _, vs in ordered[index + 1:])
+        if left and measured_all and \
+                spent_all / measured_all * left > SHARE * total[best] / workers:
+            untimed = tuple(n for n, _ in ordered[index + 1:])
+            break
+    else:
+        untimed = ()
     if any(v.get("compile") for vs in sets.values() for v in vs):
         torch._dynamo.reset()  # the trial compiles its own model from a clean slate
-    return Profile(picks, time.perf_counter() - started, estimates)
+    return Profile(picks, time.perf_counter() - started, estimates, untimed)
 
 
 def _profile_batch(io: LoopIO, batch: int) -> tuple[torch.Tensor, torch.Tensor] | None:

@@ -126,6 +126,9 @@ COMMANDS: dict[str, str] = {
     "orchestrator search --trials 8 --epochs 3": "quickstart",
     "orchestrator search --strategy screen --objective match_baseline --full-epochs 8 "
     "--trials 3": "screen",
+    # ... and the H200 section's, the same search with its trials' epochs spelled out
+    "orchestrator search --strategy screen --objective match_baseline --full-epochs 8 "
+    "--epochs 8 --trials 3": "screen",
     # docs/cluster.md
     "python -m orchestrator search --spec my-search.yaml --trials 16 --epochs 5 --placement "
     "PACK --tracking-uri sqlite:////home/ray/mlflow.db --output-dir /home/ray/runs": JOB,

@@ -199,7 +199,7 @@ RUNS: dict[str, list[str]] = {
     # fastest, may fall behind the baseline's curve and be cut; that is a right answer too.)
     "screen": ["search", "--name", "screen", "--data", "{npz}", "--space", "small",
                "--set", "patch_size=12", "--strategy", "screen", "--objective",
-               "match_baseline", "--full-epochs", "2", "--tolerance", "0.05",
+               "match_baseline", "--full-epochs", "2", "--epochs", "2", "--tolerance", "0.05",
                "--baseline", "seeds", "--trials", "3", "--cpus-per-trial", "1"],
 }
 FOLDERS = {"quickstart": "default", "spec": "wider-search"}  # else the run's --name

@@ -160,7 +160,8 @@ class ScreenStages:
             elif earlier.get("time_to_target_s") is not None:
                 knobs = self.trial_knobs(pred)
                 self.earlier.append(_earlier_record(earlier, knobs))
-                _teach_twins(stopper, earlier["knobs"], earlier.get("curve"), target)
+                _teach_twins(stopper, earlier["knobs"], earlier.get("curve"), target,
+                             earlier["status"])
                 reached.append(knobs)
                 stopper.best_s = min(stopper.best_s or float("inf"),
                                      earlier["time_to_target_s"])
@@ -168,8 +169,8 @@ class ScreenStages:
                     measured.append(earlier["time_to_target_s"] / pred.predicted_time_s)
             else:
                 skipped += 1  # failed, or could not reach a target this low: never retried
-                if not traits(earlier["status"]).failed:  # it trained: its twins learn alike
-                    _teach_twins(stopper, earlier["knobs"], earlier.get("curve"), target)
+                _teach_twins(stopper, earlier["knobs"], earlier.get("curve"), target,
+                             earlier["status"])
                 if earlier.get("short_by") is not None:  # it learned too little: so do others
                     missed.append((self.trial_knobs(pred), earlier["short_by"]))
         # Confirmed before a stop: not run again, and what they measured counts as it did live
@@ -179,8 +180,7 @@ class ScreenStages:
         todo = [p for p in todo if config_key(self.trial_knobs(p)) not in ran]
         for rec in done:
             _tighten(stopper, rec)
-            if not traits(rec.status).failed:
-                _teach_twins(stopper, rec.knobs, rec.curve, target)
+            _teach_twins(stopper, rec.knobs, rec.curve, target, rec.status)
             if rec.short_by is not None:
                 missed.append((rec.knobs, rec.short_by))
             predicted = (rec.prediction or {}).get("predicted_time_s")
@@ -258,11 +258,12 @@ def _tighten(stopper: TargetStopper, rec: TrialRecord) -> None:
         stopper.best_s = min(stopper.best_s or float("inf"), rec.metrics["time_to_target_s"])
 
 
-def _teach_twins(stopper: TargetStopper, knobs: dict, curve: list | None,
-                 target: float) -> None:
+def _teach_twins(stopper: TargetStopper, knobs: dict, curve: list | None, target: float,
+                 status: str) -> None:
     """What a confirmation that ended (this search's before a stop, or an earlier search's)
-    says about its twins: the epoch it reached `target` at, or the last it trained without."""
-    if curve:
+    says about its twins: the epoch it reached `target` at, or the last it trained without.
+    One that failed says nothing about learning."""
+    if curve and not traits(status).failed:
         reached = predictor.first_epoch_at(curve, target)
         stopper.twins.learn(knobs, reached or int(curve[-1][0]), reached is not None)
 

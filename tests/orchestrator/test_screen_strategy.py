@@ -275,13 +275,16 @@ def test_a_finished_confirmation_teaches_its_twins_the_epochs_they_need():
 
     stopper = TargetStopper(make_objective("time_to_target", target=0.9))
     run = {"precision": "bf16-mixed", "batch_size": 4, "width": 1.0, "epochs": 21}
-    _teach_twins(stopper, run, [[1, 0.5, 1.0], [2, 0.8, 2.0], [3, 0.92, 3.0]], 0.9)
+    _teach_twins(stopper, run, [[1, 0.5, 1.0], [2, 0.8, 2.0], [3, 0.92, 3.0]], 0.9,
+                 "early_stopped")
     thin = {**run, "width": 0.5}
-    _teach_twins(stopper, thin, [[1, 0.5, 1.0], [2, 0.6, 2.0], [3, 0.7, 3.0]], 0.9)
-    _teach_twins(stopper, {**run, "batch_size": 8}, [], 0.9)  # no curve: nothing learned
+    _teach_twins(stopper, thin, [[1, 0.5, 1.0], [2, 0.6, 2.0], [3, 0.7, 3.0]], 0.9, "pruned")
+    _teach_twins(stopper, {**run, "batch_size": 8}, [], 0.9, "pruned")  # no curve: nothing
+    _teach_twins(stopper, {**run, "batch_size": 2}, [[1, 0.5, 1.0]], 0.9, "failed")  # a crash
     assert stopper.twins.earliest({**run, "precision": "fp32"})[0] == 2  # reached at 3
     assert stopper.twins.earliest({**thin, "precision": "fp32", "channels_last": True})[0] == 3
     assert stopper.twins.earliest({**run, "batch_size": 8}) is None
+    assert stopper.twins.earliest({**run, "batch_size": 2}) is None
     assert stopper.twins.earliest({**run, "epochs": 30}) is None  # another schedule
 
 

@@ -169,6 +169,7 @@ def profile(cfg: TrialConfig, meta: DataMeta, io: LoopIO, switches: tuple[str, .
     estimates: dict[str, float] = {}
     timed: list[tuple[TrialConfig, Timing]] = []
     spent, measured = 0.0, 0  # this worker's time and count timing alternatives (not `cfg`)
+    untimed: tuple[str, ...] = ()
     ordered = list(sets.items())
     for index, (name, values) in enumerate(ordered):
         costs, errors = [], []
@@ -191,7 +192,8 @@ def profile(cfg: TrialConfig, meta: DataMeta, io: LoopIO, switches: tuple[str, .
             finally:
                 if known is None and trial != cfg:
                     spent, measured = spent + time.perf_counter() - t0, measured + 1
-            timed.append((trial, t))
+            if known is None:
+                timed.append((trial, t))
             # The trial's training time if it trained with this value (see the module doc).
             costs.append(t.step_s * planned + (t.one_off_s if trial.compile else 0.0))
         if len(errors) == len(values):
@@ -209,8 +211,6 @@ def profile(cfg: TrialConfig, meta: DataMeta, io: LoopIO, switches: tuple[str, .
                 spent_all / measured_all * left > SHARE * total[best] / workers:
             untimed = tuple(n for n, _ in ordered[index + 1:])
             break
-    else:
-        untimed = ()
     if any(v.get("compile") for vs in sets.values() for v in vs):
         torch._dynamo.reset()  # the trial compiles its own model from a clean slate
     return Profile(picks, time.perf_counter() - started, estimates, untimed)

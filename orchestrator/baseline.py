@@ -107,7 +107,7 @@ def record_of(kind: str, config: dict[str, Any], rec, parent_run_id: str | None)
         # speedup compares with the whole run, the one the user makes).
         "time_to_score_s": next((t for _, s, t in rec.curve if s >= score),
                                 _num(m.get("train_time_s"))),
-        "noise_scale": _num(m.get("noise_scale")), "noise": rec.noise,
+        "noise_scale": _num(m.get("noise_scale")), "noise": rec.noise, "losses": rec.losses,
         "parent_run_id": parent_run_id,
     }
     if not traits(rec.status).rankable:

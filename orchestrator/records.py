@@ -49,6 +49,9 @@ class TrialRecord:
     """[epoch, val_score, train_time_s] of every epoch reported: the learning curve."""
     noise: list[list[float]] = field(default_factory=list)
     """[epoch, gradient noise scale] where it was measured (the baseline's, for predictions)."""
+    losses: list[list[float]] = field(default_factory=list)
+    """[epoch, training loss] of every epoch reported (the baseline's: where a confirmation may
+    skip validating, orchestrator/stopper.validation_gate)."""
     prediction: dict[str, Any] | None = None
     """What the predict stage expected of this trial (orchestrator/predict.py), if it led to it."""
     short_by: float | None = None

@@ -28,7 +28,7 @@ from orchestrator import screening
 from orchestrator.knowledge import CONFIRM, SCREEN, SEARCH, Knowledge, machine_kind
 from orchestrator.prepare import profile_switches
 from orchestrator.records import Role, TrialRecord
-from orchestrator.stopper import TargetStopper
+from orchestrator.stopper import TargetStopper, validation_gate
 from orchestrator.tracking.datasets import dataset_record
 from orchestrator.trial_book import config_key
 from orchestrator.tuning import Confirmations, TuneRun, trainable
@@ -204,11 +204,13 @@ class ScreenStages:
         # A candidate whose switches the screen did not time (it times them only for the few
         # predicted fastest, and confirm may go past those) picks them as a `tune` trial
         # does, by timing a few steps at its start; one that was timed keeps its value.
-        ctx = s._trial_context(s.prepared.base, s.objective,
+        # Each skips the validations that cannot decide it (trainables/loop/fit.validates).
+        base = {**s.prepared.base, **validation_gate(s.baseline, s.objective.target)}
+        ctx = s._trial_context(base, s.objective,
                                profile_switches(s.spec, s.prepared.searched, s.prepared.base),
                                None)
         s.book.follow(stopper)
-        s.book.begin(Role.TRIAL, s.spec.num_trials, s.spec.epochs, predictions={
+        s.book.begin(Role.TRIAL, s.spec.num_trials, s.spec.epochs, base=base, predictions={
             config_key(self.trial_knobs(p)): p.to_dict() for p in todo})
         searcher = Confirmations([self.trial_knobs(p) for p in todo],
                                  [p.predicted_time_s for p in todo], stopper, SLACK,

@@ -17,6 +17,7 @@ import math
 
 from ray.tune import Stopper
 
+from orchestrator.predict import first_epoch_at
 from orchestrator.twins import TwinEpochs
 from trainables.status import TrialStatus
 
@@ -28,6 +29,12 @@ from trainables.status import TrialStatus
 # schedule reached the target on time).
 LAG = 0.05
 LAG_FROM = 0.5
+# A confirmation skips validating an epoch whose training loss is above GATE_MARGIN times the
+# baseline's at the epoch it first reached the target, until LAG_FROM of its schedule (where the
+# behind rule needs its scores). On unet3d every confirmation that reached the target did so at
+# a loss within 1.1x of the baseline's (docs/benchmarks.md); the margin leaves room for a model
+# or batch whose loss means a little less.
+GATE_MARGIN = 2.0
 
 
 def allowed_lag(point: float, tolerance: float) -> float:
@@ -47,6 +54,18 @@ def _at(curve: list[tuple[float, float]], point: float) -> float:
             return y0 + (y - y0) * (point - x0) / (x - x0) if x > x0 else y
         previous = (x, y)
     return curve[-1][1]
+
+
+def validation_gate(baseline: dict, target: float) -> dict:
+    """The trial settings (trainables/config.py) that let a confirmation skip the validations
+    that cannot decide it: none before its training loss comes near the baseline's where the
+    baseline first reached `target`. Empty (validate every epoch) for a baseline that never
+    reached it, or whose losses were not recorded."""
+    reached = first_epoch_at(baseline.get("curve") or [], target)
+    loss = dict((int(e), v) for e, v in baseline.get("losses") or []).get(reached)
+    if not _finite(loss) or loss <= 0:
+        return {}
+    return {"val_skip_above_loss": GATE_MARGIN * loss, "val_skip_until": LAG_FROM}
 
 
 def _finite(value) -> bool:
@@ -157,8 +176,9 @@ class TargetStopper(Stopper):
         baseline did, and its remaining epochs would be spent on a configuration that cannot
         reach the baseline's accuracy."""
         score = result.get("val_score")
-        if not self.curve or not _finite(score):
-            return False
+        if not self.curve or not _finite(score) or \
+                result.get("val_epoch", result.get("epoch")) != result.get("epoch"):
+            return False  # (an epoch that skipped validation repeats the last one's score)
         best = self._best_score[trial_id] = max(self._best_score.get(trial_id, -math.inf), score)
         planned = result.get("epochs_planned") or result.get("epoch")
         point = float(result.get("epoch", 0)) / float(planned or 1)

@@ -183,19 +183,27 @@ class TrialBook(Callback):
             rec.reason = str(result["reason"])
         rec.picks = picks_of(result) or rec.picks
         m = rec.metrics
-        if "val_score" in m and "train_time_s" in m:
+        # An epoch that skipped validation repeats the last one's metrics (`val_epoch` is
+        # theirs): they are no point of this epoch's learning curve, nor of MLflow's val charts.
+        validated = m.get("val_epoch", rec.epochs) == rec.epochs
+        if validated and "val_score" in m and "train_time_s" in m:
             rec.curve.append([rec.epochs, m["val_score"], m["train_time_s"]])
+        if "train_loss" in m:
+            rec.losses.append([rec.epochs, m["train_loss"]])
         if "noise_scale" in m:
             rec.noise.append([rec.epochs, m["noise_scale"]])
         score = "dice" if "val_dice" in m else "acc"  # what val_score is for this task
+        val = f"{m.get('val_score', 0):.3f}" if validated else "-"  # "-": not validated
         planned = rec.knobs.get("epochs", self.epochs)  # a confirmation plans its own length
         self._print(
             f"{self._label(rec)} epoch {rec.epochs}/{planned}  "
-            f"{score} {m.get('val_score', 0):.3f}  loss {m.get('train_loss', float('nan')):.3f}  "
+            f"{score} {val}  loss {m.get('train_loss', float('nan')):.3f}  "
             f"train {m.get('train_time_s', 0):.1f}s  {m.get('samples_per_s', 0):,.0f} samples/s"
             f"  objective {m.get('objective', float('nan')):.4f}"
         )
-        self.tracker.log_epoch(rec.trial_id, rec.metrics, step=rec.epochs)
+        self.tracker.log_epoch(rec.trial_id, m if validated else {
+            k: v for k, v in m.items() if not k.startswith("val_") or k == "val_epoch"},
+            step=rec.epochs)
         # What the trial's processes sampled of their own nodes, and which nodes they were.
         # Taken out of the result: Tune keeps the last result in its experiment state.
         system = result.pop(SYSTEM_KEY, None) or {}

@@ -28,7 +28,8 @@ COMPILE_MODES = ("default", "reduce-overhead", "max-autotune")
 SPEED_ONLY = frozenset({
     "workers", "compile", "compile_mode", "channels_last", "cudnn_benchmark",
     "pin_memory", "zero_grad_set_to_none", "sync_every", "cache_shard", "prefetch_batches",
-    "loader_workers", "grad_checkpointing", "checkpoint_every", "val_every"})
+    "loader_workers", "grad_checkpointing", "checkpoint_every", "val_every",
+    "val_skip_above_loss", "val_skip_until"})
 STATISTICAL = frozenset({"batch_size", "accum_steps"})
 
 
@@ -120,6 +121,15 @@ class TrialConfig:
     """Steps between host syncs of the running loss (a NaN check); 0 means once per epoch."""
     val_every: int = 1
     """Validate every N epochs (and always after the last one)."""
+    val_skip_above_loss: float | None = None
+    """Skip an epoch's validation while its training loss is above this, until `val_skip_until`
+    of the schedule (the last epoch always validates). A time-to-target search sets it from the
+    baseline's training loss where it first reached the target: an epoch that has not learned that
+    much is not at the target yet, and its validation decides nothing (on unet3d, a sliding window
+    over every held-out volume, it was a fifth of a confirmation's time; docs/benchmarks.md)."""
+    val_skip_until: float = 0.5
+    """The fraction of the schedule from which every epoch validates again under
+    `val_skip_above_loss`: where the search's stopper starts to compare scores with the baseline's."""
     early_stop_patience: int = 0
     """Stop after this many validations without improvement of the validation metric; 0 disables."""
     checkpoint_every: int = 1
@@ -150,6 +160,10 @@ class TrialConfig:
         need(self.loader_workers >= 0, "loader_workers must be >= 0")
         need(self.sync_every >= 0, "sync_every must be >= 0 (0 = once per epoch)")
         need(self.val_every >= 1, "val_every must be >= 1")
+        need(self.val_skip_above_loss is None or self.val_skip_above_loss > 0,
+             "val_skip_above_loss must be > 0 or null (validate every epoch)")
+        need(0 <= self.val_skip_until <= 1, "val_skip_until must be in [0, 1] (a fraction of the "
+             f"schedule; got {self.val_skip_until})")
         need(self.checkpoint_every >= 0, "checkpoint_every must be >= 0 (0 disables it)")
         need(self.early_stop_patience >= 0, "early_stop_patience must be >= 0 (0 disables it)")
         need(self.grad_clip is None or self.grad_clip > 0, "grad_clip must be > 0 or null")

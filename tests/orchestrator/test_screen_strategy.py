@@ -13,7 +13,7 @@ from orchestrator.objective import MatchBaselineObjective
 from orchestrator.predict import predict
 from orchestrator.report import economics
 from orchestrator.screening import candidates, switch_variants
-from orchestrator.stopper import TargetStopper
+from orchestrator.stopper import GATE_MARGIN, LAG_FROM, TargetStopper, validation_gate
 from orchestrator.tuning import Confirmations
 from trainables.data.arrays import DataMeta
 
@@ -221,6 +221,22 @@ def test_a_trial_behind_the_baselines_learning_curve_is_cut_and_its_learning_gro
     assert searcher.suggest("next") == {**wide, "batch_size": 32}
     assert searcher.suggest("last") == {**thin, "batch_size": 32}
     assert searcher.suggest("none") == "FINISHED"
+
+
+def test_a_confirmation_skips_validating_until_its_loss_nears_the_baselines_at_the_target():
+    losses = [[e, 1.0 / e] for e in range(1, 11)]
+    gate = validation_gate({**BASELINE, "losses": losses}, target=0.795)  # reached at epoch 9
+    assert gate == {"val_skip_above_loss": pytest.approx(GATE_MARGIN / 9),
+                    "val_skip_until": LAG_FROM}
+    assert validation_gate(BASELINE, 0.795) == {}  # its losses were not recorded
+    assert validation_gate({**BASELINE, "losses": losses}, 0.9) == {}  # never reached it
+    # An epoch that skipped validation repeats the last score: the behind rule ignores it.
+    stopper = TargetStopper(MatchBaselineObjective(tolerance=0.01, baseline_score=0.8,
+                                                   baseline_s=100.0), curve=BASELINE["curve"])
+    result = {"status": "running", "epoch": 12, "epochs_planned": 20, "val_score": 0.0,
+              "val_epoch": 0, "train_time_s": 12.0, "time_to_target_s": math.nan}
+    assert not stopper("gated", result)
+    assert stopper("gated", {**result, "val_epoch": 12})  # its own score: 0.71 behind
 
 
 def test_an_earlier_searchs_miss_rules_out_what_learns_no_more():

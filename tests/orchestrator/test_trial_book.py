@@ -184,3 +184,25 @@ def test_a_retried_attempt_is_the_same_trial():
     book.on_trial_start(0, [], t)  # Tune's retry after a failed attempt
     assert tracker.started == ["r"] and book.records["r"].started == first_start
     assert "retry" in book.out.getvalue()
+
+
+def test_an_epoch_that_skipped_validation_is_no_point_of_the_curve_nor_of_mlflows_val_charts():
+    logged: list[dict] = []
+
+    class Tracker(RecordingTracker):
+        def log_epoch(self, trial_id, metrics, step):
+            logged.append(dict(metrics))
+
+    book = TrialBook(Tracker(), out=io.StringIO())
+    book.begin(Role.TRIAL, planned=1, epochs=3)
+    t = _trial("a")
+    book.on_trial_start(0, [], t)
+    # Epoch 1 did not validate: it repeats the (initial) metrics of "epoch 0".
+    book.on_trial_result(0, [], t, _result(1, val_score=0.0, val_epoch=0, train_loss=0.9))
+    book.on_trial_result(0, [], t, _result(2, val_score=0.7, val_epoch=2, train_loss=0.4))
+    rec = book.records["a"]
+    assert [e for e, _, _ in rec.curve] == [2]
+    assert rec.losses == [[1, 0.9], [2, 0.4]]
+    assert "val_score" not in logged[0] and logged[0]["train_loss"] == 0.9
+    assert logged[1]["val_score"] == 0.7
+    assert "dice -" in book.out.getvalue() or "acc -" in book.out.getvalue()

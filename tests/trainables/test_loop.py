@@ -120,6 +120,28 @@ def test_validate_every_n_epochs_skips_validation(tiny_npz):
     assert reports[1]["eval_time_s"] > 0 and reports[2]["eval_time_s"] > reports[1]["eval_time_s"]
 
 
+def test_a_loss_gate_skips_validation_until_the_loss_comes_down(tiny_npz):
+    # The search's confirmations validate only where the target can be reached (their loss
+    # near the baseline's there) or from where the stopper compares scores.
+    free: list[dict] = []
+    fit_local(tiny_npz, free, epochs=4, **TINY)
+    losses = [r["train_loss"] for r in free]
+    assert losses[2] < min(losses[:2])  # it learns: a gate can fall between
+    gated: list[dict] = []
+    fit_local(tiny_npz, gated, epochs=4, val_skip_above_loss=(losses[2] + min(losses[:2])) / 2,
+              val_skip_until=1.0, **TINY)
+    assert [r["val_epoch"] for r in gated] == [0, 0, 3, 4]
+    assert gated[1]["eval_time_s"] == 0.0 < gated[2]["eval_time_s"]
+    assert [r["train_loss"] for r in gated] == pytest.approx(losses)  # training is untouched
+    assert gated[-1]["val_score"] == pytest.approx(free[-1]["val_score"])
+
+
+def test_a_loss_gate_ends_where_the_schedule_says(tiny_npz):
+    reports: list[dict] = []
+    fit_local(tiny_npz, reports, epochs=4, val_skip_above_loss=1e-9, val_skip_until=0.5, **TINY)
+    assert [r["val_epoch"] for r in reports] == [0, 2, 3, 4]
+
+
 def test_a_restarted_worker_resumes_from_the_last_checkpoint(tiny_npz):
     saved: list[dict] = []
     first: list[dict] = []

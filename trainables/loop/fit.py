@@ -75,7 +75,7 @@ def fit(cfg: TrialConfig, meta: DataMeta, io: LoopIO) -> dict:
         st.epoch = epoch
 
         # ---- validate -------------------------------------------------------------------------------
-        if status is None and (epoch % cfg.val_every == 0 or epoch == cfg.epochs):
+        if status is None and validates(cfg, epoch, train_loss):
             t_val = time.perf_counter()
             # The unwrapped model: no DDP collectives inside forward, so ranks may differ in work.
             raw_model.eval()
@@ -84,6 +84,7 @@ def fit(cfg: TrialConfig, meta: DataMeta, io: LoopIO) -> dict:
                                    device, io.rank == 0)
             model.train()
             st.eval_time += time.perf_counter() - t_val
+            st.val_epoch = epoch
             if st.val["val_score"] > st.best_score:
                 st.best_score, st.stale = st.val["val_score"], 0
             else:
@@ -103,6 +104,18 @@ def fit(cfg: TrialConfig, meta: DataMeta, io: LoopIO) -> dict:
         if metrics["done"]:
             break
     return metrics
+
+
+def validates(cfg: TrialConfig, epoch: int, train_loss: float) -> bool:
+    """Whether `epoch` validates: every `val_every`-th and the last; under a loss gate
+    (`val_skip_above_loss`), not while the training loss is above it before `val_skip_until` of
+    the schedule. The loss is the all-reduced one, so every rank decides alike."""
+    if epoch == cfg.epochs:
+        return True
+    if epoch % cfg.val_every:
+        return False
+    gate = cfg.val_skip_above_loss
+    return gate is None or train_loss <= gate or epoch >= cfg.val_skip_until * cfg.epochs
 
 
 def train_epoch(cfg: TrialConfig, io: LoopIO, step: TrainStep, st: LoopState,

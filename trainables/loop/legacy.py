@@ -130,6 +130,7 @@ def fit_legacy(cfg: TrialConfig, meta: DataMeta, io: LoopIO, x: torch.Tensor,
         st.val = task.validate(raw_model, io.val_batches, cfg.patch_size, autocast,
                                io.all_reduce, fmt, device, io.rank == 0)
         st.eval_time += time.perf_counter() - t_val
+        st.val_epoch = epoch
         # Early stopping is when a run ends, not a speed habit: the baseline keeps the same rule.
         if st.val["val_score"] > st.best_score:
             st.best_score, st.stale = st.val["val_score"], 0

@@ -43,6 +43,9 @@ class LoopState:
     """Times this trial resumed from a checkpoint after its worker died."""
     val: dict = field(default_factory=lambda: {"val_loss": math.nan, "val_score": 0.0})
     """The last validation's metrics."""
+    val_epoch: int = 0
+    """The epoch `val` is from (0: none yet): an epoch that skipped validation reports the last
+    one's metrics, and `val_epoch` tells them apart from its own."""
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -80,6 +83,7 @@ def epoch_metrics(cfg: TrialConfig, st: LoopState, *, train_loss: float, world_s
         "epochs_planned": cfg.epochs,
         "train_loss": train_loss,
         **st.val,
+        "val_epoch": st.val_epoch,
         "best_val_score": max(st.best_score, 0.0),
         "train_time_s": st.train_time,
         "eval_time_s": st.eval_time,

@@ -193,11 +193,11 @@ class TrialBook(Callback):
         if "noise_scale" in m:
             rec.noise.append([rec.epochs, m["noise_scale"]])
         score = "dice" if "val_dice" in m else "acc"  # what val_score is for this task
-        val = f"{m.get('val_score', 0):.3f}" if validated else "-"  # "-": not validated
+        score = f"{score} {m.get('val_score', 0):.3f}" if validated else "not validated"
         planned = rec.knobs.get("epochs", self.epochs)  # a confirmation plans its own length
         self._print(
             f"{self._label(rec)} epoch {rec.epochs}/{planned}  "
-            f"{score} {val}  loss {m.get('train_loss', float('nan')):.3f}  "
+            f"{score}  loss {m.get('train_loss', float('nan')):.3f}  "
             f"train {m.get('train_time_s', 0):.1f}s  {m.get('samples_per_s', 0):,.0f} samples/s"
             f"  objective {m.get('objective', float('nan')):.4f}"
         )

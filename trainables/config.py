@@ -126,7 +126,7 @@ class TrialConfig:
     of the schedule (the last epoch always validates). A time-to-target search sets it from the
     baseline's training loss where it first reached the target: an epoch that has not learned that
     much is not at the target yet, and its validation decides nothing (on unet3d, a sliding window
-    over every held-out volume, it was a fifth of a confirmation's time; docs/benchmarks.md)."""
+    over every held-out volume, validation was 28% of the confirmations' time; docs/benchmarks.md)."""
     val_skip_until: float = 0.5
     """The fraction of the schedule from which every epoch validates again under
     `val_skip_above_loss`: where the search's stopper starts to compare scores with the baseline's."""

@@ -50,17 +50,11 @@ RESULTS = Path(__file__).resolve().parent / "results" / "headline.json"
 
 
 def machine() -> str:
-    """The CPU the figures are from, and whether it has the bf16 instructions that make bf16
-    autocast a speed knob on a CPU (without them bf16 is slower than fp32: docs/benchmarks.md)."""
-    from orchestrator.knowledge import machine_kind
+    """The CPU the figures are from, and whether it has the bf16 instructions."""
+    from orchestrator.knowledge import cpu_model
 
-    try:
-        flags = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        flags = ""
-    bf16 = "avx512_bf16" in flags or "amx_bf16" in flags
-    return f"{machine_kind(0, None).split(' | ')[0]}, {os.cpu_count()} CPUs, " \
-        f"{'with' if bf16 else 'without'} avx512_bf16/amx_bf16"
+    cpu, bf16 = cpu_model()
+    return f"{cpu}, {os.cpu_count()} CPUs, {'with' if bf16 else 'without'} avx512_bf16/amx_bf16"
 
 
 def wait_idle(timeout_s: float = 120.0) -> None:
@@ -254,7 +248,8 @@ def main(argv=None) -> None:
     for r in results:
         print("\n".join(report(r)))
     out = {"measured": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-           "machine": machine(), "wall_s": time.time() - started, "args": {k: str(v) for k, v in vars(args).items()},
+           "machine": machine(), "wall_s": time.time() - started,
+           "args": {k: str(v) for k, v in vars(args).items()},
            "workloads": {r["workload"]: r for r in results}}
     Path(args.results).parent.mkdir(parents=True, exist_ok=True)
     Path(args.results).write_text(json.dumps(out, indent=2, default=str))

@@ -24,16 +24,23 @@ from trainables.status import traits
 SCREEN, CONFIRM, SEARCH = "screen", "confirm", "search"
 
 
-def machine_kind(cpus_per_trial: int, gpu_name: str | None) -> str:
-    """What decides a timing besides the config: the CPU model, the trial's cores, the GPU."""
+def cpu_model() -> tuple[str, bool]:
+    """This machine's CPU model, and whether it has the bf16 instructions (avx512_bf16 or
+    amx_bf16) that make bf16 autocast a speed knob on a CPU: without them bf16 is slower than
+    fp32 (docs/benchmarks.md)."""
     cpu = platform.processor() or platform.machine()
     try:
         text = Path("/proc/cpuinfo").read_text()
-        found = re.search(r"model name\s*:\s*(.+)", text)
-        cpu = found.group(1).strip() if found else cpu
     except OSError:
-        pass
-    return f"{cpu} | {cpus_per_trial} CPUs | {gpu_name or 'no GPU'}"
+        return cpu, False
+    found = re.search(r"model name\s*:\s*(.+)", text)
+    return (found.group(1).strip() if found else cpu), bool(re.search(r"\b(avx512|amx)_bf16\b",
+                                                                       text))
+
+
+def machine_kind(cpus_per_trial: int, gpu_name: str | None) -> str:
+    """What decides a timing besides the config: the CPU model, the trial's cores, the GPU."""
+    return f"{cpu_model()[0]} | {cpus_per_trial} CPUs | {gpu_name or 'no GPU'}"
 
 
 def config_key(config: dict[str, Any]) -> str:

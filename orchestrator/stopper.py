@@ -19,6 +19,7 @@ from ray.tune import Stopper
 
 from orchestrator.predict import first_epoch_at
 from orchestrator.twins import TwinEpochs
+from trainables.loop.state import validated
 from trainables.status import TrialStatus
 
 
@@ -176,9 +177,8 @@ class TargetStopper(Stopper):
         baseline did, and its remaining epochs would be spent on a configuration that cannot
         reach the baseline's accuracy."""
         score = result.get("val_score")
-        if not self.curve or not _finite(score) or \
-                result.get("val_epoch", result.get("epoch")) != result.get("epoch"):
-            return False  # (an epoch that skipped validation repeats the last one's score)
+        if not self.curve or not _finite(score) or not validated(result):
+            return False
         best = self._best_score[trial_id] = max(self._best_score.get(trial_id, -math.inf), score)
         planned = result.get("epochs_planned") or result.get("epoch")
         point = float(result.get("epoch", 0)) / float(planned or 1)

@@ -22,6 +22,7 @@ from orchestrator.records import Role, TrialRecord, numeric_metrics, picks_of, p
 from orchestrator.tracking import Tracker
 from trainables.config import TrialConfig
 from trainables.loop.profile import PICK_PREFIX
+from trainables.loop.state import validated
 from trainables.status import REPEATABLE, TrialStatus, is_out_of_memory_text
 from trainables.trial.sampling import SYSTEM_KEY
 
@@ -185,15 +186,15 @@ class TrialBook(Callback):
         m = rec.metrics
         # An epoch that skipped validation repeats the last one's metrics (`val_epoch` is
         # theirs): they are no point of this epoch's learning curve, nor of MLflow's val charts.
-        validated = m.get("val_epoch", rec.epochs) == rec.epochs
-        if validated and "val_score" in m and "train_time_s" in m:
+        own = validated(result)
+        if own and "val_score" in m and "train_time_s" in m:
             rec.curve.append([rec.epochs, m["val_score"], m["train_time_s"]])
         if "train_loss" in m:
             rec.losses.append([rec.epochs, m["train_loss"]])
         if "noise_scale" in m:
             rec.noise.append([rec.epochs, m["noise_scale"]])
-        score = "dice" if "val_dice" in m else "acc"  # what val_score is for this task
-        score = f"{score} {m.get('val_score', 0):.3f}" if validated else "not validated"
+        name = "dice" if "val_dice" in m else "acc"  # what val_score is for this task
+        score = f"{name} {m.get('val_score', 0):.3f}" if own else "not validated"
         planned = rec.knobs.get("epochs", self.epochs)  # a confirmation plans its own length
         self._print(
             f"{self._label(rec)} epoch {rec.epochs}/{planned}  "
@@ -201,7 +202,7 @@ class TrialBook(Callback):
             f"train {m.get('train_time_s', 0):.1f}s  {m.get('samples_per_s', 0):,.0f} samples/s"
             f"  objective {m.get('objective', float('nan')):.4f}"
         )
-        self.tracker.log_epoch(rec.trial_id, m if validated else {
+        self.tracker.log_epoch(rec.trial_id, m if own else {
             k: v for k, v in m.items() if not k.startswith("val_") or k == "val_epoch"},
             step=rec.epochs)
         # What the trial's processes sampled of their own nodes, and which nodes they were.

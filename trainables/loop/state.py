@@ -107,6 +107,13 @@ def epoch_metrics(cfg: TrialConfig, st: LoopState, *, train_loss: float, world_s
     return metrics
 
 
+def validated(metrics: dict) -> bool:
+    """Whether a report's val_* metrics are its own epoch's: one that skipped validation
+    repeats the last validation's (its `val_epoch`). A report without `val_epoch` (a failure's,
+    `outcome_metrics`) counts as its own."""
+    return metrics.get("val_epoch", metrics.get("epoch")) == metrics.get("epoch")
+
+
 def outcome_metrics(cfg: TrialConfig, outcome: Outcome, epoch: int = 0) -> dict:
     """The final report of a trial that ended with an exception (see `status_of`): no score,
     no time, the status and the reason."""

@@ -14,6 +14,7 @@ from typing import Any, TextIO
 
 from orchestrator import resources
 from orchestrator.errors import InputError
+from orchestrator.knowledge import cpu_model
 from orchestrator.spec import SearchSpec
 from search_spaces import SpaceContext, check_space, domain_values, resolve_space
 from search_spaces.inputs import check_inputs, default_patch
@@ -71,8 +72,10 @@ def prepare(spec: SearchSpec, data: ArrayData, total_cpus: int, total_gpus: int,
 
 
 def _prepare(spec, data, total_cpus, total_gpus, worker_cpus) -> Prepared:
-    probe_ctx = SpaceContext(use_gpu=total_gpus > 0, cpus_per_trial=spec.cpus_per_trial or
-                             total_cpus, gpus_per_trial=max(total_gpus, 1),
+    bf16 = cpu_model()[1]  # the driver's CPU stands for the trials' (a GPU trial has it anyway)
+    probe_ctx = SpaceContext(use_gpu=total_gpus > 0, native_bf16=bf16,
+                             cpus_per_trial=spec.cpus_per_trial or total_cpus,
+                             gpus_per_trial=max(total_gpus, 1),
                              image_size=data.image_size, workload=spec.workload,
                              spatial_dims=data.spatial_dims)
     searched, fixed = resolve_space(spec.space, probe_ctx)
@@ -83,7 +86,8 @@ def _prepare(spec, data, total_cpus, total_gpus, worker_cpus) -> Prepared:
                           max_concurrent=spec.max_concurrent_trials,
                           max_workers=max(worker_counts(searched, base)),
                           worker_cpus=worker_cpus)
-    ctx = SpaceContext(use_gpu=plan.use_gpu, cpus_per_trial=plan.cpus_per_trial,
+    ctx = SpaceContext(use_gpu=plan.use_gpu, native_bf16=bf16,
+                       cpus_per_trial=plan.cpus_per_trial,
                        gpus_per_trial=max(plan.gpus_per_trial, 1), image_size=data.image_size,
                        workload=spec.workload, spatial_dims=data.spatial_dims)
     check_space(searched, base, ctx)

@@ -121,8 +121,10 @@ class ScreenStages:
     # -- predict ------------------------------------------------------------------------------
     def predict(self) -> None:
         s = self.search
-        self.predictions = predictor.predict(screening.runnable(self.results), s.baseline,
-                                             s.objective.target)
+        prepared = s.prepared
+        self.predictions = predictor.predict(
+            screening.runnable(self.results), s.baseline, s.objective.target,
+            profile_switches(s.spec, prepared.searched, prepared.base))
         s.folder.predictions.write_text(json.dumps([p.to_dict() for p in self.predictions],
                                                    indent=2, default=str))
         for line in predictor.describe(self.predictions, s.baseline, self.knobs):

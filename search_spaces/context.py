@@ -9,6 +9,10 @@ from dataclasses import dataclass
 class SpaceContext:
     use_gpu: bool = False
     """Trials run on CUDA devices (fp16 autocast is only offered there)."""
+    native_bf16: bool = True
+    """The trials' processor runs bf16 natively: a GPU, or a CPU with the bf16 instructions
+    (avx512_bf16 or AMX), as read on the driver's node. Without them bf16 autocast is slower
+    than fp32 (unet3d: 20 against 42 samples/s on a Cascade Lake), so it is no speed knob."""
     cpus_per_trial: int = 2
     """CPUs one trial's workers share: bounds the `workers` knob on CPU."""
     gpus_per_trial: int = 1

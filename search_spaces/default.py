@@ -14,9 +14,7 @@ from search_spaces.context import SpaceContext
 def default_space(ctx: SpaceContext) -> dict:
     if ctx.workload == "unet3d":
         return segmentation_space(ctx)
-    # fp16 autocast is a GPU technique: on CPU its backward pass is far slower than fp32, so
-    # it is never offered there (bf16 has native CPU kernels, avx512_bf16 / AMX).
-    precisions = ["fp32", "bf16-mixed"] + (["fp16-mixed"] if ctx.use_gpu else [])
+    precisions = speed_precisions(ctx)
     workers = [w for w in (1, 2, 4, 8) if w <= ctx.max_workers]
     patches = [p for p in (16, 20, 24, 28, 32) if p <= ctx.image_size] or [ctx.image_size]
     space = {
@@ -28,6 +26,21 @@ def default_space(ctx: SpaceContext) -> dict:
     }
     if ctx.spatial_dims == 0 or ctx.image_size < 4:
         del space["patch_size"]  # feature vectors (or tiny samples): nothing to crop
+    return _one_precision_is_fixed(space)
+
+
+def speed_precisions(ctx: SpaceContext) -> list[str]:
+    """The precisions that can make a step faster on the trials' processor. fp16 autocast is a
+    GPU technique: on CPU its backward pass is far slower than fp32. bf16 has native CPU kernels
+    only with avx512_bf16 or AMX; without them it is slower than fp32 too."""
+    return ["fp32"] + (["bf16-mixed"] if ctx.use_gpu or ctx.native_bf16 else []) + \
+        (["fp16-mixed"] if ctx.use_gpu else [])
+
+
+def _one_precision_is_fixed(space: dict) -> dict:
+    """fp32 alone is no knob: the trials keep the default precision (fp32), not a search axis."""
+    if len(space["precision"].categories) == 1:
+        del space["precision"]
     return space
 
 
@@ -41,17 +54,17 @@ def segmentation_space(ctx: SpaceContext) -> dict:
     batch 4, patch 32; reported as `activation_mb`), which matters when patch or batch outgrow
     a device.
     """
-    precisions = ["fp32", "bf16-mixed"] + (["fp16-mixed"] if ctx.use_gpu else [])
+    precisions = speed_precisions(ctx)
     workers = [w for w in (1, 2, 4, 8) if w <= ctx.max_workers]
     patches = [p for p in (16, 24, 32) if p <= ctx.image_size] or [ctx.image_size // 4 * 4]
-    return {
+    return _one_precision_is_fixed({
         "precision": tune.choice(precisions),
         "batch_size": tune.choice([2, 4, 8]),
         "workers": tune.choice(workers),
         "patch_size": tune.choice(patches),
         "width": tune.choice([0.5, 1.0] + ([2.0] if ctx.use_gpu else [])),
         "grad_checkpointing": tune.choice([False, True]),
-    }
+    })
 
 
 def small_space(ctx: SpaceContext) -> dict:

@@ -66,6 +66,39 @@ def test_a_bigger_batch_is_planned_longer_by_the_noise_scale():
     assert big.predicted_speedup == pytest.approx(100.0 / big.predicted_time_s)  # its whole run
 
 
+def _precision(result: dict, precision: str, **switches) -> dict:
+    cfg = {**result["config"], "precision": precision, **switches}
+    return {**result, "config": cfg, "samples_per_s": cfg["batch_size"] / result["step_s"]}
+
+
+def test_a_config_whose_switch_was_not_screened_is_predicted_at_the_profiles_pick():
+    """The profile picks channels_last in each trial: a candidate the screen did not time it
+    for runs at the median gain the pick had on its precision's screened pairs."""
+    own = [_precision(_screened(64, 0.020), "fp32"), _precision(_screened(64, 0.030), "bf16")]
+    pairs = [  # fp32: the variant 1.5x and 1.3x faster; bf16: 0.8x (the pick keeps its own)
+        _precision(_screened(32, 0.015), "fp32"),
+        _precision(_screened(32, 0.010), "fp32", channels_last=True),
+        _precision(_screened(32, 0.013), "fp32", width=2.0),
+        _precision(_screened(32, 0.010), "fp32", width=2.0, channels_last=True),
+        _precision(_screened(32, 0.008), "bf16"),
+        _precision(_screened(32, 0.010), "bf16", channels_last=True)]
+    plain = {tuple(sorted(p.config.items())): p for p in predict(own + pairs, BASELINE, 0.795)}
+    picked = predict(own + pairs, BASELINE, 0.795, profiled=("channels_last", "compile"))
+    for p in picked:
+        before = plain[tuple(sorted(p.config.items()))]
+        screened_pair = p.config["batch_size"] == 32
+        gain = 1.0 if screened_pair else {"fp32": 1.4, "bf16": 1.0}[p.config["precision"]]
+        assert p.switch_gain == pytest.approx(gain)  # fp32: the median of 1.5 and 1.3
+        assert p.samples_per_s == pytest.approx(before.samples_per_s * gain)
+        # the steps run `gain` times faster; the one-off cost (0.5 s) does not
+        assert p.predicted_time_s - 0.5 == pytest.approx((before.predicted_time_s - 0.5) / gain)
+    # No screened pair of its precision: the median over all pairs (1.5, 1.3, 1.0).
+    found = predict([_precision(_screened(64, 0.02), "fp16")] + pairs, BASELINE, 0.795,
+                    profiled=("channels_last",))
+    (alone,) = [p for p in found if p.config["batch_size"] == 64]
+    assert alone.switch_gain == pytest.approx(1.3)
+
+
 def test_without_a_noise_scale_epochs_follow_the_square_root_of_the_batch():
     recorded = {**BASELINE, "noise_scale": math.nan}
     (pred,) = predict([_screened(128, 0.020)], recorded, target=0.795)

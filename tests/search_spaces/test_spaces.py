@@ -27,6 +27,21 @@ def test_default_space_offers_fp16_only_on_gpu():
     assert max(cpu["workers"].categories) == 2 and max(gpu["workers"].categories) == 4
 
 
+@pytest.mark.parametrize("workload", ["classifier", "unet3d"])
+def test_default_space_searches_bf16_only_where_it_runs_natively(workload):
+    """A CPU without avx512_bf16/AMX runs bf16 slower than fp32: no precision knob at all there
+    (fp32 is the default), bf16 beside fp32 on one with them, and on a GPU always."""
+    old_cpu = SpaceContext(native_bf16=False, workload=workload)
+    searched, fixed = resolve_space("default", old_cpu)
+    assert "precision" not in searched and "precision" not in fixed
+    check_space(searched, {}, old_cpu)
+    new_cpu, _ = resolve_space("default", SpaceContext(workload=workload))
+    assert new_cpu["precision"].categories == ["fp32", "bf16-mixed"]
+    gpu, _ = resolve_space("default", SpaceContext(use_gpu=True, native_bf16=False,
+                                                   workload=workload))
+    assert "bf16-mixed" in gpu["precision"].categories
+
+
 def test_default_space_bounds_patch_size_by_the_images():
     searched, _ = resolve_space("default", SpaceContext(image_size=20))
     assert max(searched["patch_size"].categories) == 20
@@ -95,3 +110,14 @@ def test_pipeline_space_turns_the_data_pipeline_knobs():
     searched, fixed = resolve_space("pipeline", CPU)
     assert set(searched) == {"cache_shard", "prefetch_batches", "batch_size"}
     check_space(searched, {}, CPU)
+
+
+@pytest.mark.parametrize("native", [False, True])
+def test_a_search_reads_bf16_support_from_the_drivers_cpu(monkeypatch, native):
+    from orchestrator import prepare as prepare_module
+    from orchestrator.spec import SearchSpec
+    from trainables.workloads import workload_data
+
+    monkeypatch.setattr(prepare_module, "cpu_model", lambda: ("a CPU", native))
+    prepared = prepare_module.prepare(SearchSpec(), workload_data("classifier", None), 2, 0)
+    assert ("precision" in prepared.searched) is native

@@ -17,8 +17,8 @@ from tests.trainables.helpers import fit_local
 from trainables.config import TrialConfig
 from trainables.data.arrays import DataMeta
 from trainables.loop.io import LoopIO
-from trainables.loop.profile import (PICK_PREFIX, TIMED_STEPS, WARMUP_STEPS, Timing, candidates,
-                                     profile, switches_to_profile)
+from trainables.loop.profile import (PICK_PREFIX, TIMED_STEPS, WARMUP_STEPS, Timing,
+                                     _profile_batch, candidates, profile, switches_to_profile)
 from trainables.status import TrialStatus, status_of
 
 SMALL = {"width": 0.25, "batch_size": 16, "patch_size": 12, "epochs": 1}
@@ -200,3 +200,19 @@ def test_only_what_may_matter_is_profiled():
     for dims in (0, 1):  # feature vectors and signals have no channels-last layout
         assert candidates(cfg, DataMeta(1, 3, spatial_dims=dims), cpu, ("channels_last",)) == {}
     assert profile(cfg, DataMeta(1, 3, spatial_dims=1), _io(), ("channels_last",)).picks == {}
+
+
+@pytest.mark.parametrize("val_samples, label_shape", [(1, ()), (3, (12, 12))])
+def test_the_profile_times_the_trials_batch_even_from_a_smaller_validation_set(
+        val_samples, label_shape):
+    """unet3d validates on one volume: its steps must still be timed at the training batch
+    (the layouts rank differently at batch 1), with labels of the matching shape."""
+    x = torch.randn(val_samples, 1, 12, 12)
+    y = torch.randint(0, 3, (val_samples, *label_shape))
+    io = LoopIO(train_batches=lambda e: iter(()), val_batches=lambda: iter([(x, y)]),
+                steps_per_epoch=10)
+    bx, by = _profile_batch(io, 8)
+    assert bx.shape == (8, 1, 12, 12) and by.shape == (8, *label_shape)
+    assert torch.equal(bx[:val_samples], x) and torch.equal(by[:val_samples], y)
+    bx, by = _profile_batch(io, 2)  # filled or cut to the batch
+    assert len(bx) == len(by) == 2

@@ -18,11 +18,12 @@ them trains.
   to reach the target at the same point of its schedule as the baseline did: epoch
   ceil(P x E_b / N).
 * A speed-only switch the trial's profile picks (channels_last) runs at the pick's speed, not at
-  the screened default's: the screen times the switch only for the few candidates predicted
-  fastest, and a candidate it did not is predicted at its own time divided by the median gain
-  the profile's pick had on those of its precision (of all, if none has it). On a CPU without
-  bf16 instructions channels_last made unet3d's 3D convs 1.4x faster, and confirmations
-  predicted at the default layout ran 1.3-1.8x faster than predicted (docs/benchmarks.md).
+  the screened default's: the screen times the switch for the few candidates predicted fastest
+  and for one batch of each model, and a candidate it did not is predicted at its own time
+  divided by the gain the profile's pick had on its model (else on its precision, else on
+  all). On a CPU without bf16 instructions channels_last made unet3d's 3D convs 1.4x faster,
+  and confirmations predicted at the default layout ran 1.3-1.8x faster than predicted
+  (docs/benchmarks.md).
 * Knobs that change what is learned (width, patch size) are not modelled: their candidates are
   predicted as if they learned as the baseline's model does, and the confirm stage's real
   training decides them (a candidate that lags stops once it can no longer win).
@@ -30,13 +31,13 @@ them trains.
 
 from __future__ import annotations
 
-import json
 import math
 import statistics
 from collections.abc import Collection
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from orchestrator.screening import model_key, variant_of
 from trainables.loop.noise import epochs_ratio, run_epochs_ratio
 
 # With no noise scale measured (a baseline recorded before it was measured), a batch larger
@@ -80,32 +81,30 @@ def first_epoch_at(curve: list[list[float]], target: float) -> int | None:
 
 
 def switch_gains(screened: list[dict], profiled: Collection[str]) -> list[float]:
-    """Per screened result, the speedup its trial's profile is expected to find: for a config
-    that leaves a `profiled` switch to the profile and had no variant of it screened, the median
-    gain of the profile's pick (the faster of own and variant) over the pairs that were, of its
-    precision where there are such pairs; 1.0 for every other config."""
+    """Per screened result, the speedup its trial's profile is expected to find. For a config
+    that leaves a `profiled` switch to the profile and had no variant of it screened: the median
+    gain of the profile's pick (the faster of own and variant, own / fastest step time) over the
+    screened pairs of its model (the same settings at another batch: the gain is the layers'),
+    else of its precision, else of all; 1.0 for every other config."""
     profiled = set(profiled)
-
-    def rest(cfg: dict) -> str:
-        return json.dumps({k: v for k, v in cfg.items() if k not in profiled}, sort_keys=True,
-                          default=str)
-
     groups: dict[str, list[dict]] = {}
     for r in screened:
-        groups.setdefault(rest(r["config"]), []).append(r)
-    pairs: dict[Any, list[float]] = {}  # precision -> gains of the pairs screened
+        groups.setdefault(variant_of(r["config"], profiled), []).append(r)
+    by_model: dict[str, list[float]] = {}
+    by_precision: dict[Any, list[float]] = {}
     for group in groups.values():
         own = [r for r in group if not profiled & r["config"].keys()]
         if own and len(group) > 1:
-            best = min(r["step_s"] for r in group)
-            pairs.setdefault(own[0]["config"].get("precision"), []).append(
-                own[0]["step_s"] / best)
-    every = [g for gains in pairs.values() for g in gains]
+            gain = own[0]["step_s"] / min(r["step_s"] for r in group)
+            by_model.setdefault(model_key(own[0]["config"], profiled), []).append(gain)
+            by_precision.setdefault(own[0]["config"].get("precision"), []).append(gain)
+    every = [g for gains in by_precision.values() for g in gains]
     out = []
     for r in screened:
         cfg = r["config"]
-        left = not profiled & cfg.keys() and len(groups[rest(cfg)]) == 1
-        gains = pairs.get(cfg.get("precision")) or every
+        left = not profiled & cfg.keys() and len(groups[variant_of(cfg, profiled)]) == 1
+        gains = by_model.get(model_key(cfg, profiled)) or by_precision.get(
+            cfg.get("precision")) or every
         out.append(statistics.median(gains) if left and gains else 1.0)
     return out
 

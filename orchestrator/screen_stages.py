@@ -35,7 +35,8 @@ from orchestrator.tuning import Confirmations, TuneRun, trainable
 from trainables.status import OnResume, TrialStatus, traits
 from trainables.trial.trainable import reuse_actors
 
-# Candidates whose switches (channels_last, ...) are timed after the first screen.
+# Candidates whose switches (channels_last, ...) are timed after the first screen: the REFINED
+# predicted fastest, and one batch of each model up to as many models as confirmations.
 REFINED = 3
 # A (calibrated) prediction may be this much too fast: a candidate predicted at most 1/SLACK
 # times a measured time to the target is still worth confirming.
@@ -87,10 +88,13 @@ class ScreenStages:
         configs = screening.candidates(p.searched, p.base)
         results, reused = self._timed(configs)
         pinned = set(s.spec.base) | set(p.searched)
-        if s.spec.profile != "off":  # then the switches, for the few predicted fastest
+        if s.spec.profile != "off":  # then the switches: the few predicted fastest, a batch
+            # of each model a confirmation may reach
             ranked = predictor.predict(screening.runnable(results), s.baseline, s.objective.target)
-            variants = [v for pred in ranked[:REFINED] for v in screening.switch_variants(
-                pred.config, p.data.meta(), p.plan.use_gpu, pinned)]
+            refined = screening.to_refine([pred.config for pred in ranked], REFINED,
+                                          max(REFINED, s.spec.num_trials), set(screening.SWITCHES))
+            variants = [v for config in refined for v in screening.switch_variants(
+                config, p.data.meta(), p.plan.use_gpu, pinned)]
             more, more_reused = self._timed(variants)
             results, reused = results + more, reused + more_reused
         self.results = results

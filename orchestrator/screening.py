@@ -3,8 +3,9 @@
 Candidates are every combination of the searched knobs' choices, laid over the fixed settings.
 Speed-only switches (channels_last, compile, cuDNN benchmark) are not multiplied in: the
 profile's rule applies (trainables/loop/profile.py), the config's own value first, and the
-switches are timed one at a time, afterwards, for the candidates the prediction ranks first
-(`switch_variants`), so a switch costs a few timings instead of doubling the screen.
+switches are timed one at a time, afterwards, for the candidates the prediction ranks first and
+for one batch of each of the models predicted fastest (`to_refine`, `switch_variants`), so a
+switch costs a timing per model instead of doubling the screen.
 
 Each worker count is one Ray job: one-worker candidates in a Ray task holding a trial's
 resources, wider ones in a TorchTrainer worker group of that width (its start-up paid once).
@@ -15,6 +16,7 @@ machine kind are taken, not measured again (orchestrator/knowledge.py).
 from __future__ import annotations
 
 import itertools
+import json
 from typing import Any
 
 from search_spaces import domain_values
@@ -42,6 +44,37 @@ def candidates(searched: dict[str, Any], base: dict[str, Any]) -> list[dict[str,
 
 def knobs_of(config: dict[str, Any], names: list[str]) -> dict[str, Any]:
     return {k: config.get(k) for k in names}
+
+
+def variant_of(config: dict[str, Any], switches: set[str]) -> str:
+    """What a config is besides its speed-only switches: a config and its variants share it."""
+    return json.dumps({k: v for k, v in config.items() if k not in switches}, sort_keys=True,
+                      default=str)
+
+
+def model_key(config: dict[str, Any], switches: set[str]) -> str:
+    """The same, and besides its batch size: the model and settings whose layers a switch
+    speeds up."""
+    return variant_of(config, switches | {"batch_size"})
+
+
+def to_refine(ranked: list[dict[str, Any]], first: int, models: int,
+              switches: set[str]) -> list[dict[str, Any]]:
+    """The configs whose switches are timed, out of `ranked` (fastest predicted first): the
+    `first` ones, then the fastest of each other model until `models` are covered. A switch's
+    gain is its model's layers', near alike across batches (channels_last, unet3d fp32 width 1
+    patch 24: 1.38-1.41x at batch 2, 1.41-1.48x at batch 4), so a candidate that is not timed is
+    predicted at its model's gain (orchestrator/predict.switch_gains): one timing per model
+    instead of one per candidate."""
+    chosen = list(ranked[:first])
+    seen = {model_key(c, switches) for c in chosen}
+    for config in ranked[first:]:
+        if len(seen) >= models:
+            break
+        if model_key(config, switches) not in seen:
+            seen.add(model_key(config, switches))
+            chosen.append(config)
+    return chosen
 
 
 def switch_variants(config: dict[str, Any], meta, use_gpu: bool,

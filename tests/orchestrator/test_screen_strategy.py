@@ -12,7 +12,7 @@ from orchestrator.knowledge import CONFIRM, SCREEN, Knowledge
 from orchestrator.objective import MatchBaselineObjective
 from orchestrator.predict import predict
 from orchestrator.report import economics
-from orchestrator.screening import candidates, switch_variants
+from orchestrator.screening import candidates, switch_variants, to_refine
 from orchestrator.stopper import GATE_MARGIN, LAG_FROM, TargetStopper, validation_gate
 from orchestrator.tuning import Confirmations
 from trainables.data.arrays import DataMeta
@@ -73,8 +73,9 @@ def _precision(result: dict, precision: str, **switches) -> dict:
 
 def test_a_config_whose_switch_was_not_screened_is_predicted_at_the_profiles_pick():
     """The profile picks channels_last in each trial: a candidate the screen did not time it
-    for runs at the median gain the pick had on its precision's screened pairs."""
-    own = [_precision(_screened(64, 0.020), "fp32"), _precision(_screened(64, 0.030), "bf16")]
+    for runs at the gain the pick had on its model (another batch), else its precision's."""
+    own = [_precision(_screened(64, 0.020), "fp32"), _precision(_screened(64, 0.030), "bf16"),
+           _precision(_screened(64, 0.020), "fp32", width=0.5)]
     pairs = [  # fp32: the variant 1.5x and 1.3x faster; bf16: 0.8x (the pick keeps its own)
         _precision(_screened(32, 0.015), "fp32"),
         _precision(_screened(32, 0.010), "fp32", channels_last=True),
@@ -84,19 +85,29 @@ def test_a_config_whose_switch_was_not_screened_is_predicted_at_the_profiles_pic
         _precision(_screened(32, 0.010), "bf16", channels_last=True)]
     plain = {tuple(sorted(p.config.items())): p for p in predict(own + pairs, BASELINE, 0.795)}
     picked = predict(own + pairs, BASELINE, 0.795, profiled=("channels_last", "compile"))
+    expected = {(64, "fp32", 1.0): 1.5, (64, "bf16", 1.0): 1.0,  # their models' own pairs
+                (64, "fp32", 0.5): 1.4}  # no pair of its model: its precision's median
     for p in picked:
         before = plain[tuple(sorted(p.config.items()))]
-        screened_pair = p.config["batch_size"] == 32
-        gain = 1.0 if screened_pair else {"fp32": 1.4, "bf16": 1.0}[p.config["precision"]]
-        assert p.switch_gain == pytest.approx(gain)  # fp32: the median of 1.5 and 1.3
+        c = p.config
+        gain = expected.get((c["batch_size"], c["precision"], c["width"]), 1.0)
+        assert p.switch_gain == pytest.approx(gain), c
         assert p.samples_per_s == pytest.approx(before.samples_per_s * gain)
         # the steps run `gain` times faster; the one-off cost (0.5 s) does not
         assert p.predicted_time_s - 0.5 == pytest.approx((before.predicted_time_s - 0.5) / gain)
-    # No screened pair of its precision: the median over all pairs (1.5, 1.3, 1.0).
+    # No screened pair of its model or precision: the median over all pairs (1.5, 1.3, 1.0).
     found = predict([_precision(_screened(64, 0.02), "fp16")] + pairs, BASELINE, 0.795,
                     profiled=("channels_last",))
     (alone,) = [p for p in found if p.config["batch_size"] == 64]
     assert alone.switch_gain == pytest.approx(1.3)
+
+
+def test_switches_are_timed_for_the_fastest_and_one_batch_of_each_model():
+    ranked = [{"batch_size": b, "width": w} for b, w in
+              [(64, 1.0), (32, 1.0), (64, 0.5), (32, 0.5), (64, 2.0), (32, 2.0), (64, 4.0)]]
+    assert to_refine(ranked, 1, 3, {"channels_last"}) == [ranked[0], ranked[2], ranked[4]]
+    assert to_refine(ranked, 2, 2, {"channels_last"}) == ranked[:3]  # the first, then width 0.5
+    assert to_refine(ranked, 3, 1, set()) == ranked[:3]
 
 
 def test_without_a_noise_scale_epochs_follow_the_square_root_of_the_batch():

@@ -49,7 +49,9 @@ def write_results(*, name: str, data_name: Any, knobs: list[str], base: dict[str
         folder.best_config.unlink(missing_ok=True)  # not a stale one from an earlier search
     table = add_baseline_row(table, baseline, knobs)
     table.to_csv(folder.leaderboard, index=False)
-    front = table[table["pareto"] == True] if not table.empty else table  # noqa: E712
+    if "pareto" not in table.columns:  # no trial (earlier searches spent the budget): no front
+        table["pareto"] = False
+    front = table[table["pareto"] == True]  # noqa: E712
     front.to_csv(folder.pareto_csv, index=False)
     on_front = set(front["trial_id"]) if not front.empty else set()
 

@@ -62,6 +62,15 @@ class Prediction:
     switch_gain: float = 1.0
     """The speedup expected from the profile's picks over the screened step (included in
     `samples_per_s` and the time; 1.0: none, or the switches were timed for this config)."""
+    step_s: float = math.nan
+    """Seconds per step the prediction counts (the screened step over `switch_gain`)."""
+    steps_to_target: int = 0
+    """Optimizer steps of its `predicted_epochs`: what a step timed otherwise rescales."""
+
+    def at_step(self, step_s: float) -> float:
+        """The predicted time to the target had the screen timed `step_s` a step (a trial's
+        own step, timed in its process before training)."""
+        return self.predicted_time_s + self.steps_to_target * (step_s - self.step_s)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -131,11 +140,12 @@ def predict(screened: list[dict], baseline: dict, target: float,
         planned = max(1, math.ceil(full * ratio - 1e-9))
         epochs = max(1, min(planned, math.ceil(planned * reached / full - 1e-9)))
         # A trial's epoch is its steps and its feed; its first also reads the shard once.
-        per_epoch = r["steps_per_epoch"] * (r["step_s"] / gain + r.get("data_s", 0.0))
+        step_s = r["step_s"] / gain
+        per_epoch = r["steps_per_epoch"] * (step_s + r.get("data_s", 0.0))
         seconds = epochs * per_epoch + r.get("one_off_s", 0.0) + r.get("load_s", 0.0)
         out.append(Prediction(dict(cfg), r["samples_per_s"] * gain, ratio, planned,
                               epochs, seconds, base_time / seconds if seconds > 0 else math.nan,
-                              gain))
+                              gain, step_s, epochs * r["steps_per_epoch"]))
     return sorted(out, key=lambda p: p.predicted_time_s)
 
 

@@ -43,7 +43,9 @@ def prediction_errors(table: pd.DataFrame) -> list[dict]:
         return []
     rows = table[table["prediction_error"].notna()]
     return [{"trial_id": r["trial_id"], "predicted_s": r["predicted_time_to_target_s"],
-             "measured_s": r["time_to_target_s"], "error": r["prediction_error"]}
+             "measured_s": r["time_to_target_s"], "error": r["prediction_error"],
+             "at_start_s": r.get("predicted_at_start_s", math.nan),
+             "start_error": r.get("start_prediction_error", math.nan)}
             for _, r in rows.iterrows()]
 
 
@@ -74,8 +76,13 @@ def economics(best: dict | None, record: dict | None, baseline_s: float | None,
     else:
         lines.append("payback            never: the best is not faster than the baseline")
     for e in errors:
+        start = f"; {e['at_start_s']:.1f} s re-timed at its start ({e['start_error']:+.0%})" \
+            if _finite(e.get("start_error")) else ""
         lines.append(f"predicted/measured {e['trial_id']}: {e['predicted_s']:.1f} s predicted, "
-                     f"{e['measured_s']:.1f} s to the target ({e['error']:+.0%})")
+                     f"{e['measured_s']:.1f} s to the target ({e['error']:+.0%}){start}")
     if errors:
         metrics["prediction_error"] = statistics.median(abs(e["error"]) for e in errors)
+    started = [abs(e["start_error"]) for e in errors if _finite(e.get("start_error"))]
+    if started:
+        metrics["start_prediction_error"] = statistics.median(started)
     return lines, metrics

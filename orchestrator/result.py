@@ -15,7 +15,8 @@ from orchestrator.records import TrialRecord
 
 LEADERBOARD_METRICS = ["val_score", "train_time_s", "full_run_s", "samples_per_s",
                        "objective", "speedup_vs_baseline", "time_to_target_s",
-                       "predicted_time_to_target_s", "prediction_error", "fixed_cost_s",
+                       "predicted_time_to_target_s", "prediction_error",
+                       "predicted_at_start_s", "start_prediction_error", "fixed_cost_s",
                        "profile_s"]
 
 

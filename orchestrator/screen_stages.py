@@ -2,7 +2,8 @@
 
     screen   time every combination of the space's choices for a few steps (samples/s, peak
              memory; what cannot run is found here, in seconds); then the speed-only switches,
-             one at a time, for the few candidates predicted fastest (orchestrator/screening.py)
+             one at a time, for the few candidates predicted fastest; then the contenders again,
+             in more rounds, for a median step (orchestrator/screening.py)
     predict  each candidate's time to the baseline's accuracy, from its step time, the
              baseline's learning curve and its gradient noise scale (orchestrator/predict.py)
     confirm  train the fastest predicted to the target, in order, each stopped once decided
@@ -38,6 +39,9 @@ from trainables.trial.trainable import reuse_actors
 # Candidates whose switches (channels_last, ...) are timed after the first screen: the REFINED
 # predicted fastest, and one batch of each model up to as many models as confirmations.
 REFINED = 3
+# Contenders per confirmation: the predicted fastest this many times the confirmations are
+# timed in more rounds (screening.ROUNDS); confirm seldom reaches further down the ranking.
+CONTENDERS = 2
 # A (calibrated) prediction may be this much too fast: a candidate predicted at most 1/SLACK
 # times a measured time to the target is still worth confirming.
 SLACK = 0.75
@@ -97,7 +101,7 @@ class ScreenStages:
                 config, p.data.meta(), p.plan.use_gpu, pinned)]
             more, more_reused = self._timed(variants)
             results, reused = results + more, reused + more_reused
-        self.results = results
+        self.results = results = self._retime(results)
         s.folder.screen.write_text(json.dumps(results, indent=2, default=str))
         print(screening.describe(results, time.time() - started, reused), file=s.out,
               flush=True)
@@ -118,6 +122,32 @@ class ScreenStages:
                 self.knowledge.add(SCREEN, result=k)
             results.append(k)
         return results, len(configs) - len(todo)
+
+    def _retime(self, results: list[dict]) -> list[dict]:
+        """`results` with the contenders (the CONTENDERS x confirmations predicted fastest)
+        timed in `screening.ROUNDS` rounds; a result an earlier search already re-timed (this
+        machine kind) keeps its rounds."""
+        s = self.search
+        p = s.prepared
+        ranked = predictor.predict(screening.runnable(results), s.baseline, s.objective.target,
+                                   profile_switches(s.spec, p.searched, p.base))
+        chosen = {config_key(pred.config) for pred in ranked[:CONTENDERS * s.spec.num_trials]}
+        todo = [i for i, r in enumerate(results) if config_key(r["config"]) in chosen
+                and len(screening.rounds_of(r)) < screening.ROUNDS]
+        again: dict[int, list[dict]] = {i: [] for i in todo}
+        for round_ in range(screening.ROUNDS - 1):
+            order = todo[::-1] if round_ % 2 == 0 else todo  # the first round went forward
+            timed = screening.run_screen(
+                [results[i]["config"] for i in order], meta=p.data.meta(),
+                n_train=len(p.data.x_train), datasets=s._datasets(), plan=p.plan,
+                model_builder=s.spec.resolved_model()) if order else []
+            for i, result in zip(order, timed):
+                again[i].append(result)
+        out = list(results)
+        for i, more in again.items():
+            out[i] = screening.retimed(results[i], more)
+            self.knowledge.add(SCREEN, result=out[i])  # the latest entry is what is reused
+        return out
 
     def read_screen(self) -> None:
         self.results = json.loads(self.search.folder.screen.read_text())
@@ -156,6 +186,7 @@ class ScreenStages:
         target = s.objective.target
         stopper = TargetStopper(s.objective, curve=s.baseline.get("curve"))
         todo, skipped, missed, measured, reached = [], 0, [], [], []
+        settled = 0  # configurations earlier searches confirmed for this target
         own = str(s.folder.root)  # this search's own confirmations are its journal's rows
         for pred in self.predictions:
             if not pred.predicted_speedup > 1.0:
@@ -169,12 +200,14 @@ class ScreenStages:
                 _teach_twins(stopper, earlier["knobs"], earlier.get("curve"), target,
                              earlier["status"])
                 reached.append(knobs)
+                settled += 1
                 stopper.best_s = min(stopper.best_s or float("inf"),
                                      earlier["time_to_target_s"])
                 if pred.predicted_time_s > 0:  # how far off the prediction was: calibrates
                     measured.append(earlier["time_to_target_s"] / pred.predicted_time_s)
             else:
                 skipped += 1  # failed, or could not reach a target this low: never retried
+                settled += 1
                 _teach_twins(stopper, earlier["knobs"], earlier.get("curve"), target,
                              earlier["status"])
                 if earlier.get("short_by") is not None:  # it learned too little: so do others
@@ -197,7 +230,15 @@ class ScreenStages:
         if skipped:
             print(f"confirm: {skipped} configuration(s) skipped: an earlier search could not "
                   "run them or bring them to this target", file=s.out, flush=True)
-        planned = min(s.spec.num_trials - len(done), len(todo))
+        # The budget is the question's (this workload, data and target), not this search's: a
+        # configuration an earlier search settled for this target spent a confirmation of it.
+        # Run again, a search answers from what is known; --trials above it looks further.
+        planned = min(s.spec.num_trials - len(done) - settled, len(todo))
+        if settled and todo and planned <= 0:
+            print(f"confirm: nothing new to confirm: earlier searches confirmed {settled} "
+                  f"configuration(s) for this target, the whole budget of "
+                  f"{s.spec.num_trials} (--trials); raise it to look further ({len(todo)} "
+                  f"more are predicted faster than the baseline)", file=s.out, flush=True)
         try:
             if planned > 0:
                 self._confirm(todo, planned, stopper, missed, measured, reached)
@@ -214,7 +255,7 @@ class ScreenStages:
         base = {**s.prepared.base, **validation_gate(s.baseline, s.objective.target)}
         ctx = s._trial_context(base, s.objective,
                                profile_switches(s.spec, s.prepared.searched, s.prepared.base),
-                               None)
+                               None, time_start=True)
         s.book.follow(stopper)
         s.book.begin(Role.TRIAL, s.spec.num_trials, s.spec.epochs, base=base, predictions={
             config_key(self.trial_knobs(p)): p.to_dict() for p in todo})

@@ -11,12 +11,22 @@ Each worker count is one Ray job: one-worker candidates in a Ray task holding a 
 resources, wider ones in a TorchTrainer worker group of that width (its start-up paid once).
 A group that fails marks its candidates `failed`; an earlier search's timings on the same
 machine kind are taken, not measured again (orchestrator/knowledge.py).
+
+The candidates a confirmation may reach are then timed again, in ROUNDS - 1 more rounds (each
+its own Ray job, the order reversed every other round), and their step time is the median of
+the rounds' (`retimed`). One round reads the machine as it is for those seconds, and a 2-core VM
+drifts: bf16 (AMX) steps of one unet3d config ran 42.7, 95.6 and 47.9 samples/s in three
+searches' screens, fp32 33.1-34.4, and the search whose screen read bf16 2x fast confirmed
+three configurations 28-63% slower than it predicted (docs/benchmarks.md). Rounds spread over
+the screen's whole length, and in other processes, outvote a window that is fast or slow.
 """
 
 from __future__ import annotations
 
 import itertools
 import json
+import math
+import statistics
 from typing import Any
 
 from search_spaces import domain_values
@@ -25,6 +35,8 @@ from trainables.status import TrialStatus, status_of
 
 # Speed-only switches and the values a screen tries beside the config's own (per device kind).
 SWITCHES = {"channels_last": [False, True]}
+# Rounds a contender's step is timed in (the first screen is the first round).
+ROUNDS = 3
 
 
 def candidates(searched: dict[str, Any], base: dict[str, Any]) -> list[dict[str, Any]]:
@@ -75,6 +87,26 @@ def to_refine(ranked: list[dict[str, Any]], first: int, models: int,
             seen.add(model_key(config, switches))
             chosen.append(config)
     return chosen
+
+
+def rounds_of(result: dict) -> list[float]:
+    """The step times a screen result was timed at, one per round."""
+    return list(result.get("rounds") or [result["step_s"]])
+
+
+def retimed(result: dict, again: list[dict]) -> dict:
+    """`result` with the rounds of `again` (later screens of its config) added: its step time
+    the median of all rounds', its peak memory the highest. A later round that could not run
+    (a worker group lost) adds nothing."""
+    steps = rounds_of(result) + [r["step_s"] for r in again
+                                 if r["status"] == TrialStatus.COMPLETED]
+    step_s = statistics.median(steps)
+    scale = result["step_s"] / step_s if step_s > 0 else 1.0
+    peaks = [result.get("peak_mb", math.nan), *(r.get("peak_mb", math.nan) for r in again)]
+    peaks = [p for p in peaks if p == p]
+    return {**result, "rounds": steps, "step_s": step_s,
+            "samples_per_s": result["samples_per_s"] * scale,
+            "peak_mb": max(peaks) if peaks else math.nan}
 
 
 def switch_variants(config: dict[str, Any], meta, use_gpu: bool,
@@ -144,14 +176,16 @@ def _in_group(screen_plan, datasets: dict, plan, workers: int) -> list[dict]:
 
 def describe(results: list[dict], seconds: float, reused: int = 0) -> str:
     """'screen: 16 configurations in 12.3 s (4 known from earlier searches): 15 run, 1
-    infeasible'."""
+    infeasible; the 8 fastest in 3 rounds'."""
     counts: dict[str, int] = {}
     for r in results:
         word = "run" if r["status"] == TrialStatus.COMPLETED else r["status"]
         counts[word] = counts.get(word, 0) + 1
     parts = ", ".join(f"{n} {w}" for w, n in sorted(counts.items(), key=lambda kv: -kv[1]))
     known = f" ({reused} known from earlier searches)" if reused else ""
-    return f"screen: {len(results)} configurations timed in {seconds:.1f} s{known}: {parts}"
+    rounds = sum(len(rounds_of(r)) > 1 for r in results if r["status"] == TrialStatus.COMPLETED)
+    again = f"; the {rounds} fastest in {ROUNDS} rounds" if rounds else ""
+    return f"screen: {len(results)} configurations timed in {seconds:.1f} s{known}: {parts}{again}"
 
 
 def runnable(results: list[dict]) -> list[dict]:

@@ -257,7 +257,7 @@ class Search:
                   file=out, flush=True)
 
     def _trial_context(self, base: dict, objective, profile: tuple[str, ...], ledger,
-                       measure_noise: bool = False):
+                       measure_noise: bool = False, time_start: bool = False):
         from trainables.trial.trainable import TrialContext
 
         p = self.prepared
@@ -267,7 +267,7 @@ class Search:
             storage_path=str(self.folder.train_storage), objective=objective,
             always_use_worker_group=self.spec.always_use_worker_group,
             placement=self.spec.placement, ledger=ledger, profile=profile,
-            measure_noise=measure_noise)
+            measure_noise=measure_noise, time_start=time_start)
 
     def _trains_more(self) -> bool:
         """Whether a stage that trains is still to run (not recorded done by the folder)."""

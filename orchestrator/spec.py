@@ -62,7 +62,9 @@ class SearchSpec:
     few steps, its time to the baseline's accuracy is predicted, and at most `num_trials` of
     the fastest predicted are trained to it: match_baseline only; orchestrator/predict.py)."""
     num_trials: int = field(default=8, metadata={"flag": "--trials"})
-    """Trials to run (the search may stop earlier on `time_budget_s`)."""
+    """Trials to run (the search may stop earlier on `time_budget_s`). Under strategy 'screen'
+    the configurations confirmed for this accuracy, earlier searches' on the same workload and
+    data included: a second search confirms only what this leaves."""
     time_budget_s: float | None = field(default=None, metadata={"flag": "--time-budget"})
     """Wall-clock budget of the whole search, seconds; running trials are stopped when it runs
     out."""

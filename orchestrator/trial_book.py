@@ -21,7 +21,7 @@ from orchestrator import jsonl
 from orchestrator.records import Role, TrialRecord, numeric_metrics, picks_of, plain, read_journal
 from orchestrator.tracking import Tracker
 from trainables.config import TrialConfig
-from trainables.loop.profile import PICK_PREFIX
+from trainables.loop.profile import PICK_PREFIX, START_STEP
 from trainables.loop.state import validated
 from trainables.status import REPEATABLE, TrialStatus, is_out_of_memory_text
 from trainables.trial.sampling import SYSTEM_KEY
@@ -49,15 +49,33 @@ def config_key(knobs: dict[str, Any]) -> str:
 
 def prediction_metrics(rec: TrialRecord) -> dict[str, float]:
     """A predicted trial's expectation beside what it measured: `prediction_error` is
-    (predicted - measured) / measured time to the target, when it reached it."""
+    (predicted - measured) / measured time to the target, when it reached it.
+    `start_prediction_error` is the same for the prediction re-timed at the trial's start
+    (`predicted_at_start_s`: its own step, timed in its process before training, in place of
+    the screen's): what is left of the error once the screen's reading of the machine is not,
+    the drift during the run and the epochs. One-worker trials only (the start's timing has no
+    all-reduce, the screen's has)."""
     if not rec.prediction:
         return {}
-    out = {"predicted_time_to_target_s": float(rec.prediction["predicted_time_s"]),
-           "predicted_epochs": float(rec.prediction["predicted_epochs"])}
+    from orchestrator.predict import Prediction
+
+    prediction = Prediction(**rec.prediction)
+    out = {"predicted_time_to_target_s": prediction.predicted_time_s,
+           "predicted_epochs": float(prediction.predicted_epochs)}
+    start = rec.metrics.get(START_STEP)
+    if _positive(start) and prediction.steps_to_target and \
+            int(prediction.config.get("workers", 1)) == 1:
+        out["predicted_at_start_s"] = prediction.at_step(float(start))
     measured = rec.metrics.get("time_to_target_s")
-    if measured is not None and measured == measured and measured > 0:
+    if _positive(measured):
         out["prediction_error"] = (out["predicted_time_to_target_s"] - measured) / measured
+        if "predicted_at_start_s" in out:
+            out["start_prediction_error"] = (out["predicted_at_start_s"] - measured) / measured
     return out
+
+
+def _positive(value) -> bool:
+    return isinstance(value, (int, float)) and value == value and value > 0
 
 
 def _tag(value: Any) -> str:

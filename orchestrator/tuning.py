@@ -73,9 +73,10 @@ class Confirmations(Searcher):
     predictions rank candidates by speed alone and the fastest share the thinnest model and the
     smallest patch: without this, every confirmation of a small budget went to models that
     could not reach the target (unet3d, docs/benchmarks.md).
-    A configuration that differs from one already proposed only in speed switches
-    (`trainables.config.SPEED_ONLY`) is not proposed: it trains the same run, and the screen
-    has timed both (the faster, predicted first, is the one proposed).
+    A configuration that differs from one already proposed, or one that reached the target in an
+    earlier search, only in speed switches (`trainables.config.SPEED_ONLY`) is not proposed:
+    it trains the same run, and the screen has timed both (the faster, predicted first, is the
+    one proposed; an earlier trial's profile picked its switches).
     Predictions are calibrated by what was measured: once confirmations (this search's, or an
     earlier search's, `measured`) have reached the target, every prediction is scaled by the
     median of their measured / predicted times before the comparison with `best_s`. A few
@@ -150,7 +151,10 @@ class Confirmations(Searcher):
         return {(k, repr(v)) for k, v in _model(config).items() if k in self.varied}
 
     def _same_run(self, config: dict) -> bool:
-        return any(_training(c) == _training(config) for c in self.proposed.values())
+        """It trains what a proposed configuration, or one that reached the target already
+        (an earlier search's), trains: a profile picked that one's switches."""
+        return any(_training(c) == _training(config)
+                   for c in [*self.proposed.values(), *self.reached])
 
     def on_trial_complete(self, trial_id: str, result: dict | None = None,
                           error: bool = False) -> None:

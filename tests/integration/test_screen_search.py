@@ -10,6 +10,7 @@ import io
 import json
 import os
 import signal
+import statistics
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,7 @@ from orchestrator import jsonl
 from orchestrator.interrupt import SearchInterrupted
 from orchestrator.knowledge import CONFIRM
 from orchestrator.records import Role, read_journal
+from orchestrator.screening import ROUNDS
 from orchestrator.stopper import validation_gate
 
 pytestmark = pytest.mark.integration
@@ -79,11 +81,17 @@ def test_screen_predict_confirm_then_a_second_search_starts_from_the_first(
     assert all("out of memory" in r["reason"] for r in big)
     ran = [r for r in screened if r["status"] == "completed"]
     assert ran and all(r["samples_per_s"] > 0 and r["peak_mb"] > 0 for r in ran)
+    # The contenders were timed again, in rounds of their own: their step is the rounds' median.
+    rounded = [r for r in ran if len(r.get("rounds", [])) == ROUNDS]
+    assert rounded and all(r["step_s"] == statistics.median(r["rounds"]) for r in rounded)
+    assert f"fastest in {ROUNDS} rounds" in printed
     predictions = json.loads((folder / "predictions.json").read_text())
     assert predictions and 64 not in {p["config"]["batch_size"] for p in predictions}
     assert len(trials) >= 1 and 64 not in set(trials["batch_size"])
-    # Each trial carries the prediction it was run on.
+    # Each trial carries the prediction it was run on, and the same re-timed at its start
+    # (its own step, timed in its process before its first epoch).
     assert trials["predicted_time_to_target_s"].notna().all()
+    assert trials["predicted_at_start_s"].notna().all()
     assert "screen:" in printed and "predict:" in printed
 
     # The economics are printed and on the parent run.
@@ -104,19 +112,29 @@ def test_screen_predict_confirm_then_a_second_search_starts_from_the_first(
 
     # A second search on the same workload and data, against the first one's baseline: it
     # says what it learns from, times nothing again, and retries nothing the first settled.
+    # Its budget is the question's: the first's confirmations count against its --trials.
     out = io.StringIO()
-    second = run_search(_spec(tmp_path, data, "second",
+    second = run_search(_spec(tmp_path, data, "second", num_trials=4,
                               baseline=str(folder / "baseline.json")), out=out)
     printed = out.getvalue()
     assert "learning from 1 earlier search(es)" in printed
     assert f"({len(screened)} known from earlier searches)" in printed
     again = second.trials[second.trials["role"] == "trial"]
+    assert len(again) <= 4 - len(trials), printed
     columns = [*first.knobs, "planned_epochs"]
     assert columns == [*second.knobs, "planned_epochs"] and "channels_last" in columns
     assert not {tuple(r) for r in again[columns].values} & {tuple(r) for r in
                                                            trials[columns].values}
     earlier = second.trials[second.trials["role"] == "earlier"]
     assert len(earlier) >= 1  # what the first reached is a row of the second, not a new trial
+
+    # Run again with the first's budget, the search answers from what is known: no trial.
+    out = io.StringIO()
+    third = run_search(_spec(tmp_path, data, "third", baseline=str(folder / "baseline.json")),
+                       out=out)
+    assert not len(third.trials[third.trials["role"] == "trial"]), out.getvalue()
+    assert third.best is not None and third.best["trial_id"] in set(
+        first.trials["trial_id"]) | set(again["trial_id"])
 
 
 class _CtrlC(io.StringIO):

@@ -210,3 +210,29 @@ def test_legacy_loop_measures_its_warm_up_so_the_projection_pays_it_once(tiny_np
     projected = make_objective("weighted", full_epochs=20)(final)["full_run_s"]
     steady = (final["train_time_s"] - final["warmup_s"]) / 2
     assert projected == pytest.approx(final["warmup_s"] + 20 * steady)
+
+
+def test_a_search_with_no_trial_but_a_baseline_writes_its_results(tmp_path):
+    """A second search whose budget earlier searches spent runs no trial: its leaderboard is the
+    baseline's row, with no best and an empty front."""
+    import io
+
+    from orchestrator.finish import write_results
+    from orchestrator.folder import SearchFolder
+    from orchestrator.records import Role
+    from orchestrator.tracking import NullTracker
+    from orchestrator.trial_book import TrialBook
+
+    record = {"val_score": 0.915, "train_time_s": 100.0, "full_run_s": 100.0,
+              "trial_id": "base", "status": "completed", "config": {"width": 1.0}}
+    objective = with_baseline(make_objective("match_baseline", tolerance=0.01), record)
+    book = TrialBook(NullTracker(), out=io.StringIO())
+    book.begin(Role.TRIAL, planned=0, epochs=3)
+    folder = SearchFolder(tmp_path / "again")
+    folder.root.mkdir()
+    result = write_results(name="again", data_name=None, knobs=["width"], base={}, book=book,
+                           tracker=NullTracker(), objective=objective, folder=folder,
+                           baseline=record, wall_s=1.0, search_cost_s=1.0)
+    assert result.best is None and list(result.trials["role"]) == ["baseline"]
+    assert len(folder.pareto_csv.read_text().splitlines()) == 1  # its header: no front
+    assert folder.leaderboard.is_file()

@@ -12,7 +12,7 @@ from orchestrator.knowledge import CONFIRM, SCREEN, Knowledge
 from orchestrator.objective import MatchBaselineObjective
 from orchestrator.predict import predict
 from orchestrator.report import economics
-from orchestrator.screening import candidates, switch_variants, to_refine
+from orchestrator.screening import candidates, retimed, rounds_of, switch_variants, to_refine
 from orchestrator.stopper import GATE_MARGIN, LAG_FROM, TargetStopper, validation_gate
 from orchestrator.tuning import Confirmations
 from trainables.data.arrays import DataMeta
@@ -176,6 +176,12 @@ def test_a_speed_only_variant_of_a_proposed_configuration_is_not_confirmed_again
     assert searcher.suggest("t1") == fast
     assert searcher.suggest("t2") == bf16
     assert searcher.suggest("t3") == "FINISHED"
+    # Nor is a variant of one an earlier search confirmed: its trial's profile picked the switch
+    # (its knobs name none), so the variant would train that run again.
+    earlier = {k: v for k, v in bf16.items() if k != "channels_last"}
+    searcher = Confirmations([fast, bf16], [5.0, 6.5], stopper, reached=[earlier])
+    assert searcher.suggest("t1") == fast
+    assert searcher.suggest("t2") == "FINISHED"
 
 
 def test_the_stopper_cuts_a_trial_slower_than_one_that_reached_the_target():
@@ -226,7 +232,13 @@ def test_economics_say_cost_payback_and_prediction_error():
     assert metrics["prediction_error"] == pytest.approx(0.12)
     assert lines[0] == "best: 4.00x faster than baseline (0.797 vs 0.800)"
     assert any("22.0 s predicted, 25.0 s to the target (-12%)" in line for line in lines)
+    assert "start_prediction_error" not in metrics  # no trial re-timed its step
     assert economics(best, None, None, 150.0, []) == ([], {})
+    # A trial that timed its own step at its start: its re-timed prediction beside the screen's.
+    errors = [{**errors[0], "at_start_s": 24.0, "start_error": -0.04}]
+    lines, metrics = economics(best, record, 100.0, search_cost_s=150.0, errors=errors)
+    assert metrics["start_prediction_error"] == pytest.approx(0.04)
+    assert any("24.0 s re-timed at its start (-4%)" in line for line in lines)
 
 
 def test_a_trial_behind_the_baselines_learning_curve_is_cut_and_its_learning_group_skipped():
@@ -360,3 +372,25 @@ def test_a_miss_larger_than_a_precision_costs_rules_out_the_finer_precision_too(
     searcher = Confirmations([fp32, other], [4.0, 6.0], stopper, missed=[(bf16, short_by)])
     assert searcher.suggest("a") == other
     assert searcher.suggest("b") == (fp32 if fp32_tried else "FINISHED")
+
+
+def test_a_contender_timed_in_rounds_keeps_the_median_step_and_the_highest_peak():
+    first = {**_screened(32, 0.010), "peak_mb": 100.0}  # a window the machine ran fast
+    again = [{**_screened(32, 0.020), "peak_mb": 120.0}, {**_screened(32, 0.018), "peak_mb": 90.0},
+             {"config": first["config"], "status": "failed", "reason": "worker group lost"}]
+    found = retimed(first, again)
+    assert found["rounds"] == [0.010, 0.020, 0.018]  # the failed round adds nothing
+    assert found["step_s"] == pytest.approx(0.018) and found["peak_mb"] == 120.0
+    assert found["samples_per_s"] == pytest.approx(32 / 0.018)
+    assert rounds_of(found) == found["rounds"] and rounds_of(first) == [0.010]
+    # What the predictions read follows: the median's time, not the fast window's.
+    fast, median = predict([first], BASELINE, 0.795)[0], predict([found], BASELINE, 0.795)[0]
+    assert median.predicted_time_s > fast.predicted_time_s
+
+
+def test_a_prediction_re_timed_at_its_trials_start_rescales_only_its_steps():
+    pred = predict([_screened(32, 0.010)], BASELINE, target=0.795)[0]
+    assert pred.steps_to_target == 9 * 30 and pred.step_s == pytest.approx(0.010)
+    # 270 steps at 0.015 s instead of 0.010: 1.35 s more; warm-up and feed unchanged.
+    assert pred.at_step(0.015) == pytest.approx(pred.predicted_time_s + 270 * 0.005)
+    assert pred.at_step(pred.step_s) == pytest.approx(pred.predicted_time_s)

@@ -208,3 +208,25 @@ def test_an_epoch_that_skipped_validation_is_no_point_of_the_curve_nor_of_mlflow
     printed = book.out.getvalue().splitlines()
     assert "epoch 1/3  not validated  loss 0.900" in printed[1], printed
     assert "epoch 2/3  acc 0.700  loss 0.400" in printed[2], printed
+
+
+def test_a_predicted_trial_is_judged_by_its_prediction_and_by_the_one_re_timed_at_its_start():
+    from orchestrator.predict import Prediction
+    from orchestrator.trial_book import prediction_metrics
+
+    pred = Prediction({"batch_size": 8, "workers": 1}, 100.0, 1.0, 10, 8, predicted_time_s=10.0,
+                      predicted_speedup=3.0, step_s=0.01, steps_to_target=800)
+    rec = SimpleNamespace(prediction=pred.to_dict(),
+                          metrics={"time_to_target_s": 12.0, "start_step_s": 0.0125})
+    out = prediction_metrics(rec)
+    assert out["prediction_error"] == (10.0 - 12.0) / 12.0
+    # Its own step took 0.0125 s where the screen read 0.01: 800 steps, 2 s more.
+    assert out["predicted_at_start_s"] == 12.0 and out["start_prediction_error"] == 0.0
+    # Two workers: the start's timing has no all-reduce, the screen's has; not compared.
+    two = Prediction(**{**pred.to_dict(), "config": {"batch_size": 8, "workers": 2}})
+    out = prediction_metrics(SimpleNamespace(prediction=two.to_dict(), metrics=rec.metrics))
+    assert "predicted_at_start_s" not in out and "prediction_error" in out
+    # A prediction recorded before step_s was (an older search's journal) has no re-timing.
+    old = {k: v for k, v in pred.to_dict().items() if k not in ("step_s", "steps_to_target")}
+    assert "predicted_at_start_s" not in prediction_metrics(
+        SimpleNamespace(prediction=old, metrics=rec.metrics))

@@ -17,8 +17,9 @@ from tests.trainables.helpers import fit_local
 from trainables.config import TrialConfig
 from trainables.data.arrays import DataMeta
 from trainables.loop.io import LoopIO
-from trainables.loop.profile import (PICK_PREFIX, TIMED_STEPS, WARMUP_STEPS, Timing,
-                                     _profile_batch, candidates, profile, switches_to_profile)
+from trainables.loop.profile import (PICK_PREFIX, START_STEP, TIMED_STEPS, WARMUP_STEPS,
+                                     Timing, _profile_batch, candidates, profile,
+                                     switches_to_profile, time_step)
 from trainables.status import TrialStatus, status_of
 
 SMALL = {"width": 0.25, "batch_size": 16, "patch_size": 12, "epochs": 1}
@@ -216,3 +217,18 @@ def test_the_profile_times_the_trials_batch_even_from_a_smaller_validation_set(
     assert torch.equal(bx[:val_samples], x) and torch.equal(by[:val_samples], y)
     bx, by = _profile_batch(io, 2)  # filled or cut to the batch
     assert len(bx) == len(by) == 2
+
+
+def test_the_profile_reports_its_picks_step_and_time_step_times_a_config():
+    def measure(cfg):
+        return Timing(0.02 if cfg.channels_last else 0.01, 0.0)
+
+    found = profile(TrialConfig(epochs=3), META, _io(), ("channels_last",), measure)
+    assert found.picks == {"channels_last": False} and found.step_s == 0.01
+    assert found.metrics()[START_STEP] == 0.01  # reported, to re-time the trial's prediction
+    # With nothing to profile, a confirmation times its own step: a real (tiny) model here.
+    step = time_step(TrialConfig(batch_size=8, width=0.25, patch_size=12), META, _io())
+    assert step is not None and 0 < step < 5
+    empty = LoopIO(train_batches=lambda e: iter(()), val_batches=lambda: iter(()),
+                   steps_per_epoch=1)
+    assert time_step(TrialConfig(batch_size=8), META, empty) is None

@@ -73,6 +73,9 @@ from trainables.workloads import build_model
 PROFILED = ("channels_last", "compile", "cudnn_benchmark")
 # Report key prefix of a pick ("pick.channels_last"): the leaderboard column and MLflow tag.
 PICK_PREFIX = "pick."
+# Report key of the trained config's steady step, timed before training (by the profile, or by
+# `time_step` for a confirmation with nothing to profile).
+START_STEP = "start_step_s"
 WARMUP_STEPS = 2
 TIMED_STEPS = 5
 # The most of a trial's estimated training time that the switches after the first may cost.
@@ -103,12 +106,15 @@ class Profile:
     """'switch=value' -> its estimated cost (seconds of training), for the curious."""
     untimed: tuple[str, ...] = ()
     """Switches left at the config's own values: timing them could not pay back (`SHARE`)."""
+    step_s: float = math.nan
+    """The picked config's steady seconds per step, as this worker timed it."""
 
     def apply(self, cfg: TrialConfig) -> TrialConfig:
         return dataclasses.replace(cfg, **self.picks)
 
     def metrics(self) -> dict[str, Any]:
-        return {"profile_s": self.seconds,
+        step = {START_STEP: self.step_s} if math.isfinite(self.step_s) else {}
+        return {"profile_s": self.seconds, **step,
                 **{PICK_PREFIX + k: v for k, v in self.picks.items()}}
 
 
@@ -213,7 +219,16 @@ def profile(cfg: TrialConfig, meta: DataMeta, io: LoopIO, switches: tuple[str, .
             break
     if any(v.get("compile") for vs in sets.values() for v in vs):
         torch._dynamo.reset()  # the trial compiles its own model from a clean slate
-    return Profile(picks, time.perf_counter() - started, estimates, untimed)
+    picked = dataclasses.replace(cfg, **picks)
+    step_s = next((t.step_s for c, t in timed if c == picked), math.nan)
+    return Profile(picks, time.perf_counter() - started, estimates, untimed, step_s)
+
+
+def time_step(cfg: TrialConfig, meta: DataMeta, io: LoopIO) -> float | None:
+    """`cfg`'s steady seconds per step, timed as the profile times a candidate (None: no
+    batch to time with)."""
+    batch = _profile_batch(io, cfg.per_worker_batch)
+    return None if batch is None else StepTimer(meta, io, batch)(cfg).step_s
 
 
 def _profile_batch(io: LoopIO, batch: int) -> tuple[torch.Tensor, torch.Tensor] | None:

@@ -49,6 +49,9 @@ class TrialContext:
     measure_noise: bool = False
     """Measure the trained model's gradient noise scale after the last epoch (the baseline does,
     for the search's predictions: trainables/loop/noise.py)."""
+    time_start: bool = False
+    """Time the trial's own step before its first epoch and report it (`start_step_s`): a
+    confirmation's prediction, re-timed in the process that trains it."""
     ledger: Any = None
     """The search's Ledger actor (trainables/trial/ledger.py): a configuration already run
     reports its recorded result instead of training; None trains every trial."""
@@ -113,7 +116,7 @@ def run_trial(sampled: dict[str, Any], ctx: TrialContext, datasets: dict) -> Non
     plan = TrialPlan(cfg=cfg, meta=ctx.meta, n_train=ctx.n_train,
                      threads=ctx.resources.threads(cfg.workers),
                      model_builder=ctx.model_builder, profile=trial_profile(ctx, sampled),
-                     measure_noise=ctx.measure_noise)
+                     measure_noise=ctx.measure_noise, time_start=ctx.time_start)
     if in_process(ctx, cfg):
         try:
             run_in_tune(plan, datasets, ctx.objective, use_gpu)

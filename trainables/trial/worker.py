@@ -24,7 +24,7 @@ from trainables.data.pipeline import ShardFeed, iter_batches, worker_data
 from trainables.loop import LoopIO, fit, fit_legacy
 from trainables.loop.io import identity
 from trainables.loop.noise import gradient_noise_scale, noise_epochs
-from trainables.loop.profile import PICK_PREFIX, profile
+from trainables.loop.profile import PICK_PREFIX, START_STEP, profile, time_step
 from trainables.loop.state import outcome_metrics
 from trainables.loop.switches import free_device_memory, reset_peak_memory
 from trainables.models import ModelBuilder
@@ -54,6 +54,9 @@ class TrialPlan:
     """At a few points of training (`noise.NOISE_POINTS` of its epochs) measure the model's
     gradient noise scale, outside the timed training, and report it with that epoch as
     `noise_scale` (trainables/loop/noise.py)."""
+    time_start: bool = False
+    """Time the config's steady step before training (`start_step_s`), as the profile does for
+    its pick: what a prediction made from the screen is checked against, in this process."""
 
 
 @dataclass
@@ -167,6 +170,8 @@ def run(plan: TrialPlan, session: Session) -> dict:
             # Before fit builds the trial's model, on throwaway copies: what is learned is the
             # same as without it. Outside train_time_s; reported as profile_s.
             cfg = _profile(plan, cfg, meta, io, profiled)
+        if plan.time_start and cfg.loop != "legacy" and START_STEP not in profiled:
+            _time_start(cfg, meta, io, profiled)
         return _fit(cfg, meta, io, session)
     except Exception as err:
         outcome = status_of(err)
@@ -217,6 +222,18 @@ def _profile(plan: TrialPlan, cfg: TrialConfig, meta: DataMeta, io: LoopIO,
     picks = {k.removeprefix(PICK_PREFIX): v for k, v in profiled.items()
              if k.startswith(PICK_PREFIX)}
     return dataclasses.replace(cfg, **picks)
+
+
+def _time_start(cfg: TrialConfig, meta: DataMeta, io: LoopIO, profiled: dict) -> None:
+    """The config's steady step, timed before training (a profile that ran timed it already),
+    put in `profiled`; a restarted worker keeps what its checkpoint saved."""
+    saved = io.load_checkpoint()
+    if saved is not None and START_STEP in saved.get("profile", {}):
+        profiled[START_STEP] = saved["profile"][START_STEP]
+        return
+    step_s = time_step(cfg, meta, io)
+    if step_s is not None:
+        profiled[START_STEP] = step_s
 
 
 def _fit(cfg: TrialConfig, meta: DataMeta, io: LoopIO, session: Session) -> dict:

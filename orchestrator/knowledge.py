@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator import jsonl
+from trainables.config import training_of
 from trainables.status import traits
 
 SCREEN, CONFIRM, SEARCH = "screen", "confirm", "search"
@@ -74,19 +75,25 @@ class Knowledge:
 
     def confirmed(self, config: dict[str, Any], target: float,
                   besides: str | None = None) -> dict | None:
-        """An earlier confirmation of `config` that settles it for `target`: it reached this
-        target or a higher one on this machine kind (its time is reused), or it failed, or could
-        not reach this target or a lower one (never retried). `besides`: a search folder whose
-        own confirmations do not count (a resumed search's are rows of its journal already)."""
-        key = config_key(config)
+        """An earlier confirmation that settles `config` for `target`: it reached this target
+        or a higher one on this machine kind (its time is reused), or it failed, or could not
+        reach this target or a lower one (never retried). A confirmation of the same run at
+        other speed switches (`training_of`: a screen variant, or the profile's pick) settles it
+        too when what it measured is the run's, not its switches': it reached the target, or
+        learned too little (`short_by`). `besides`: a search folder whose own confirmations do
+        not count (a resumed search's are rows of its journal already)."""
+        key, run = config_key(config), config_key(training_of(config))
         for e in reversed(self.entries):
-            if e["kind"] != CONFIRM or config_key(e["config"]) != key \
-                    or (besides is not None and e.get("search") == besides):
+            if e["kind"] != CONFIRM or (besides is not None and e.get("search") == besides):
+                continue
+            same = config_key(e["config"]) == key
+            if not same and config_key(training_of(e["config"])) != run:
                 continue
             reached = e.get("time_to_target_s") is not None
             if reached and e["target"] >= target and e["machine"] == self.machine:
                 return e
-            if not reached and (traits(e["status"]).failed or e["target"] <= target):
+            learned = same or e.get("short_by") is not None  # a speed cut is its switches'
+            if not reached and learned and (traits(e["status"]).failed or e["target"] <= target):
                 return e
         return None
 

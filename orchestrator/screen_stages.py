@@ -188,14 +188,21 @@ class ScreenStages:
         todo, skipped, missed, measured, reached = [], 0, [], [], []
         settled = 0  # configurations earlier searches confirmed for this target
         own = str(s.folder.root)  # this search's own confirmations are its journal's rows
+        seen: set[int] = set()  # the earlier confirmations met so far
         for pred in self.predictions:
             if not pred.predicted_speedup > 1.0:
                 continue  # predicted no faster than the baseline: not worth a trial
             earlier = self.knowledge.confirmed(pred.trial_config, target, besides=own)
             if earlier is None:
                 todo.append(pred)
-            elif earlier.get("time_to_target_s") is not None:
-                knobs = self.trial_knobs(pred)
+                continue
+            if id(earlier) in seen:
+                continue  # another switch variant of a run already settled: one row, one count
+            seen.add(id(earlier))
+            if earlier.get("time_to_target_s") is not None:
+                # As it ran: the same run, but the switches are the earlier trial's.
+                knobs = {k: earlier["knobs"][k] for k in self.trial_knobs(pred)
+                         if k in earlier["knobs"]}
                 self.earlier.append(_earlier_record(earlier, knobs))
                 _teach_twins(stopper, earlier["knobs"], earlier.get("curve"), target,
                              earlier["status"])

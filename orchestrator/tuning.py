@@ -21,7 +21,7 @@ from orchestrator.searcher import TruthfulOptunaSearch
 from orchestrator.spec import SearchSpec
 from orchestrator.trial_book import TrialBook, config_key as _key
 from search_spaces.warm_start import warm_start_points
-from trainables.config import MANTISSA_BITS, SPEED_ONLY, learning_knobs, samples_per_step
+from trainables.config import MANTISSA_BITS, learning_knobs, samples_per_step, training_of
 
 
 def make_searcher(spec: SearchSpec, objective, searched: dict, base: dict,
@@ -153,7 +153,7 @@ class Confirmations(Searcher):
     def _same_run(self, config: dict) -> bool:
         """It trains what a proposed configuration, or one that reached the target already
         (an earlier search's), trains: a profile picked that one's switches."""
-        return any(_training(c) == _training(config)
+        return any(training_of(c) == training_of(config)
                    for c in [*self.proposed.values(), *self.reached])
 
     def on_trial_complete(self, trial_id: str, result: dict | None = None,
@@ -193,11 +193,6 @@ def _learns_no_more(config: dict, missed: dict, short_by: float = 0.0) -> bool:
     return _model(config) == _model(missed) \
         and samples_per_step(config) >= samples_per_step(missed) \
         and (bits <= MANTISSA_BITS.get(missed.get("precision"), 0) or short_by > PRECISION_COST)
-
-
-def _training(config: dict) -> dict:
-    """What a configuration trains, its speed-only switches aside."""
-    return {k: v for k, v in config.items() if k not in SPEED_ONLY}
 
 
 @dataclass

@@ -42,6 +42,12 @@ def samples_per_step(config: dict[str, Any]) -> int:
     return int(config.get("batch_size", 1)) * int(config.get("accum_steps", 1))
 
 
+def training_of(config: dict[str, Any]) -> dict[str, Any]:
+    """What `config` trains, its speed-only switches aside: configurations equal here train the
+    same run (the same weights, epoch for epoch), only at other speeds."""
+    return {k: v for k, v in config.items() if k not in SPEED_ONLY}
+
+
 def learning_knobs(config: dict[str, Any]) -> dict[str, Any]:
     """The settings of `config` that decide what is learned (its length, `epochs`, aside)."""
     return {k: v for k, v in config.items()

@@ -394,3 +394,25 @@ def test_a_prediction_re_timed_at_its_trials_start_rescales_only_its_steps():
     # 270 steps at 0.015 s instead of 0.010: 1.35 s more; warm-up and feed unchanged.
     assert pred.at_step(0.015) == pytest.approx(pred.predicted_time_s + 270 * 0.005)
     assert pred.at_step(pred.step_s) == pytest.approx(pred.predicted_time_s)
+
+
+def test_an_earlier_confirmation_settles_the_same_run_at_other_switches_when_it_learned(tmp_path):
+    """A screen variant (channels_last) trains the run an earlier confirmation trained: what that
+    one reached, or learned too little to reach, is the variant's too. A failure or a cut for
+    speed says something about its switches only: the variant is not settled by it."""
+    here = Knowledge.load(tmp_path, "classifier", "abc123", machine="cpu-a")
+    run = {"batch_size": 64, "epochs": 12}
+    here.add(CONFIRM, config={**run, "channels_last": True}, target=0.80,
+             status="early_stopped", time_to_target_s=20.0)
+    thin = {**run, "width": 0.5}
+    here.add(CONFIRM, config=thin, target=0.80, status="pruned", time_to_target_s=None,
+             short_by=0.04)
+    oom = {**run, "batch_size": 512, "channels_last": True}
+    here.add(CONFIRM, config=oom, target=0.80, status="infeasible", time_to_target_s=None)
+    slow = {**run, "batch_size": 32}
+    here.add(CONFIRM, config=slow, target=0.80, status="pruned", time_to_target_s=None)
+    assert here.confirmed(run, 0.80)["time_to_target_s"] == 20.0
+    assert here.confirmed({**thin, "channels_last": True}, 0.80)["short_by"] == 0.04
+    assert here.confirmed({**oom, "channels_last": False}, 0.80) is None
+    assert here.confirmed({**slow, "channels_last": True}, 0.80) is None
+    assert here.confirmed(oom, 0.80)["status"] == "infeasible"  # its own config: settled

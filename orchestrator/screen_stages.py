@@ -39,8 +39,8 @@ from trainables.trial.trainable import reuse_actors
 # Candidates whose switches (channels_last, ...) are timed after the first screen: the REFINED
 # predicted fastest, and one batch of each model up to as many models as confirmations.
 REFINED = 3
-# Contenders per confirmation: the predicted fastest this many times the confirmations are
-# timed in more rounds (screening.ROUNDS); confirm seldom reaches further down the ranking.
+# Contenders per confirmation: this many times the confirmations, the predicted fastest of each
+# model, are timed in more rounds (screening.ROUNDS, screening.contenders).
 CONTENDERS = 2
 # A (calibrated) prediction may be this much too fast: a candidate predicted at most 1/SLACK
 # times a measured time to the target is still worth confirming.
@@ -124,14 +124,16 @@ class ScreenStages:
         return results, len(configs) - len(todo)
 
     def _retime(self, results: list[dict]) -> list[dict]:
-        """`results` with the contenders (the CONTENDERS x confirmations predicted fastest)
-        timed in `screening.ROUNDS` rounds; a result an earlier search already re-timed (this
-        machine kind) keeps its rounds."""
+        """`results` with the contenders (CONTENDERS x confirmations of the predicted fastest,
+        an equal share of each model: `screening.contenders`) timed in `screening.ROUNDS`
+        rounds; a result an earlier search already re-timed (this machine kind) keeps its
+        rounds."""
         s = self.search
         p = s.prepared
         ranked = predictor.predict(screening.runnable(results), s.baseline, s.objective.target,
                                    profile_switches(s.spec, p.searched, p.base))
-        chosen = {config_key(pred.config) for pred in ranked[:CONTENDERS * s.spec.num_trials]}
+        chosen = {config_key(c) for c in screening.contenders(
+            [pred.config for pred in ranked], CONTENDERS * s.spec.num_trials)}
         todo = [i for i, r in enumerate(results) if config_key(r["config"]) in chosen
                 and len(screening.rounds_of(r)) < screening.ROUNDS]
         again: dict[int, list[dict]] = {i: [] for i in todo}

@@ -30,7 +30,7 @@ import statistics
 from typing import Any
 
 from search_spaces import domain_values
-from trainables.config import TrialConfig
+from trainables.config import TrialConfig, learning_knobs
 from trainables.status import TrialStatus, status_of
 
 # Speed-only switches and the values a screen tries beside the config's own (per device kind).
@@ -87,6 +87,27 @@ def to_refine(ranked: list[dict[str, Any]], first: int, models: int,
             seen.add(model_key(config, switches))
             chosen.append(config)
     return chosen
+
+
+def contenders(ranked: list[dict[str, Any]], count: int) -> list[dict[str, Any]]:
+    """About `count` of `ranked` (fastest predicted first) to time in more rounds: the fastest of
+    each model (its learning knobs but precision: width, patch, ...), an equal share each. The
+    confirm stage does not go down the ranking in order: a miss casts doubt on its model's
+    values and moves the confirmations to other models (orchestrator/tuning.Confirmations), and
+    on unet3d every configuration that reached the target was outside the 12 predicted fastest
+    (the thinner model and the smaller patch are predicted fastest, and learn too little)."""
+    def model(config: dict[str, Any]) -> str:
+        return json.dumps({k: v for k, v in learning_knobs(config).items() if k != "precision"},
+                          sort_keys=True, default=str)
+
+    share = math.ceil(count / max(1, len({model(c) for c in ranked})))
+    taken: dict[str, int] = {}
+    out = []
+    for config in ranked:
+        if taken.get(model(config), 0) < share:
+            taken[model(config)] = taken.get(model(config), 0) + 1
+            out.append(config)
+    return out
 
 
 def rounds_of(result: dict) -> list[float]:

@@ -12,7 +12,8 @@ from orchestrator.knowledge import CONFIRM, SCREEN, Knowledge
 from orchestrator.objective import MatchBaselineObjective
 from orchestrator.predict import predict
 from orchestrator.report import economics
-from orchestrator.screening import candidates, retimed, rounds_of, switch_variants, to_refine
+from orchestrator.screening import (candidates, contenders, retimed, rounds_of, switch_variants,
+                                    to_refine)
 from orchestrator.stopper import GATE_MARGIN, LAG_FROM, TargetStopper, validation_gate
 from orchestrator.tuning import Confirmations
 from trainables.data.arrays import DataMeta
@@ -416,3 +417,16 @@ def test_an_earlier_confirmation_settles_the_same_run_at_other_switches_when_it_
     assert here.confirmed({**oom, "channels_last": False}, 0.80) is None
     assert here.confirmed({**slow, "channels_last": True}, 0.80) is None
     assert here.confirmed(oom, 0.80)["status"] == "infeasible"  # its own config: settled
+
+
+def test_contenders_are_an_equal_share_of_each_models_fastest():
+    """unet3d: the thin model and the small patch are predicted fastest, but it is the wide
+    model at the big patch that reaches the target: each model gets its share of the rounds."""
+    def cfg(width, patch, batch, precision="bf16-mixed"):
+        return {"width": width, "patch_size": patch, "batch_size": batch, "precision": precision}
+
+    ranked = [cfg(0.5, 16, b, p) for p in ("bf16-mixed", "fp32") for b in (8, 4, 2)] + \
+             [cfg(1.0, 24, b, p) for p in ("bf16-mixed", "fp32") for b in (8, 4, 2)]
+    chosen = contenders(ranked, 6)
+    assert chosen == ranked[:3] + ranked[6:9]  # 3 of each model, fastest first
+    assert contenders(ranked, 24) == ranked and contenders([], 6) == []

@@ -10,7 +10,8 @@ Per workload, on the built-in synthetic data, every run through the product's ow
     length: S is its score at epoch N, not a patience rule), then screen, predict, confirm.
     Each repeat starts from an empty measurements store, so its cost is a first search's.
  2. A second search right after repeat 1, in its folder (so it learns from repeat 1's
-    measurements) and compared with repeat 1's baseline (`--baseline PATH`): its cost.
+    measurements) and compared with repeat 1's baseline (`--baseline PATH`): its cost. Then one
+    with twice the budget (`--trials` is the question's: it confirms what the first's left).
  3. The reference: today's 16-trial strategy 'tune' match_baseline search (Optuna proposes,
     trials planned for `--max-epochs` and stopped once decided), against repeat 1's baseline.
  4. The configuration each of the two found is trained again from scratch `--retrains` times

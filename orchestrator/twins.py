@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from orchestrator.trial_book import config_key
-from trainables.config import SPEED_ONLY
+from trainables.config import training_of
 
 # Twins' curves differ by rounding: one may reach the target this many epochs before the other.
 MARGIN = 1
@@ -24,8 +24,7 @@ MARGIN = 1
 
 def run_key(config: dict[str, Any]) -> str:
     """What a configuration trains, its precision and speed switches aside: equal for twins."""
-    return config_key({k: v for k, v in config.items()
-                       if k not in SPEED_ONLY and k != "precision"})
+    return config_key({k: v for k, v in training_of(config).items() if k != "precision"})
 
 
 class TwinEpochs:

@@ -129,6 +129,9 @@ COMMANDS: dict[str, str] = {
     # ... and the H200 section's, the same search with its trials' epochs spelled out
     "orchestrator search --strategy screen --objective match_baseline --full-epochs 8 "
     "--epochs 8 --trials 3": "screen",
+    # docs/screen.md and docs/benchmarks.md: a second search with a raised budget looks further
+    "--trials 12": "covered by tests/integration/test_screen_search.py::"
+                   "test_screen_predict_confirm_then_a_second_search_starts_from_the_first",
     # docs/cluster.md
     "python -m orchestrator search --spec my-search.yaml --trials 16 --epochs 5 --placement "
     "PACK --tracking-uri sqlite:////home/ray/mlflow.db --output-dir /home/ray/runs": JOB,

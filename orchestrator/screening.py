@@ -197,7 +197,7 @@ def _in_group(screen_plan, datasets: dict, plan, workers: int) -> list[dict]:
 
 def describe(results: list[dict], seconds: float, reused: int = 0) -> str:
     """'screen: 16 configurations in 12.3 s (4 known from earlier searches): 15 run, 1
-    infeasible; the 8 fastest in 3 rounds'."""
+    infeasible; 8 contenders in 3 rounds'."""
     counts: dict[str, int] = {}
     for r in results:
         word = "run" if r["status"] == TrialStatus.COMPLETED else r["status"]
@@ -205,7 +205,7 @@ def describe(results: list[dict], seconds: float, reused: int = 0) -> str:
     parts = ", ".join(f"{n} {w}" for w, n in sorted(counts.items(), key=lambda kv: -kv[1]))
     known = f" ({reused} known from earlier searches)" if reused else ""
     rounds = sum(len(rounds_of(r)) > 1 for r in results if r["status"] == TrialStatus.COMPLETED)
-    again = f"; the {rounds} fastest in {ROUNDS} rounds" if rounds else ""
+    again = f"; {rounds} contenders in {ROUNDS} rounds" if rounds else ""
     return f"screen: {len(results)} configurations timed in {seconds:.1f} s{known}: {parts}{again}"
 
 

@@ -84,7 +84,7 @@ def test_screen_predict_confirm_then_a_second_search_starts_from_the_first(
     # The contenders were timed again, in rounds of their own: their step is the rounds' median.
     rounded = [r for r in ran if len(r.get("rounds", [])) == ROUNDS]
     assert rounded and all(r["step_s"] == statistics.median(r["rounds"]) for r in rounded)
-    assert f"fastest in {ROUNDS} rounds" in printed
+    assert f"{len(rounded)} contenders in {ROUNDS} rounds" in printed
     predictions = json.loads((folder / "predictions.json").read_text())
     assert predictions and 64 not in {p["config"]["batch_size"] for p in predictions}
     assert len(trials) >= 1 and 64 not in set(trials["batch_size"])

@@ -30,7 +30,7 @@ import statistics
 from typing import Any
 
 from search_spaces import domain_values
-from trainables.config import TrialConfig, learning_knobs
+from trainables.config import TrialConfig, model_of
 from trainables.status import TrialStatus, status_of
 
 # Speed-only switches and the values a screen tries beside the config's own (per device kind).
@@ -97,8 +97,7 @@ def contenders(ranked: list[dict[str, Any]], count: int) -> list[dict[str, Any]]
     on unet3d every configuration that reached the target was outside the 12 predicted fastest
     (the thinner model and the smaller patch are predicted fastest, and learn too little)."""
     def model(config: dict[str, Any]) -> str:
-        return json.dumps({k: v for k, v in learning_knobs(config).items() if k != "precision"},
-                          sort_keys=True, default=str)
+        return json.dumps(model_of(config), sort_keys=True, default=str)
 
     share = math.ceil(count / max(1, len({model(c) for c in ranked})))
     taken: dict[str, int] = {}

@@ -21,7 +21,8 @@ from orchestrator.searcher import TruthfulOptunaSearch
 from orchestrator.spec import SearchSpec
 from orchestrator.trial_book import TrialBook, config_key as _key
 from search_spaces.warm_start import warm_start_points
-from trainables.config import MANTISSA_BITS, learning_knobs, samples_per_step, training_of
+from trainables.config import (MANTISSA_BITS, learning_knobs, model_of, samples_per_step,
+                               training_of)
 
 
 def make_searcher(spec: SearchSpec, objective, searched: dict, base: dict,
@@ -94,7 +95,7 @@ class Confirmations(Searcher):
         self.configs, self.predicted = list(configs), list(predicted)
         self.stopper, self.slack, self.earlier = stopper, slack, list(missed)
         self.measured, self.reached = list(measured), list(reached)
-        models = [_model(c) for c in self.configs]
+        models = [model_of(c) for c in self.configs]
         self.varied = {k for k in set().union(*models)
                        if len({repr(m.get(k)) for m in models}) > 1}
         self.left = list(range(len(self.configs)))  # not proposed yet, fastest predicted first
@@ -148,7 +149,7 @@ class Confirmations(Searcher):
     def _pairs(self, config: dict) -> set:
         """(knob, value) of `config`'s model, for the knobs the candidates differ in (a value
         they all share tells none of them apart)."""
-        return {(k, repr(v)) for k, v in _model(config).items() if k in self.varied}
+        return {(k, repr(v)) for k, v in model_of(config).items() if k in self.varied}
 
     def _same_run(self, config: dict) -> bool:
         """It trains what a proposed configuration, or one that reached the target already
@@ -174,11 +175,6 @@ class Confirmations(Searcher):
         self.predicted_of = state.get("predicted_of", {})
 
 
-def _model(config: dict) -> dict:
-    """The model `config` trains: its learning knobs, precision aside (see `_learns_no_more`)."""
-    return {k: v for k, v in learning_knobs(config).items() if k != "precision"}
-
-
 # What a finer precision can give back: bf16's 8-bit mantissa cost the classifier about a point
 # of accuracy against fp32 (docs/benchmarks.md). A miss by more is the model's, not its
 # precision's: on unet3d an fp32 run fell short by 3.3 points where its bf16 twin had by 3.2.
@@ -190,7 +186,7 @@ def _learns_no_more(config: dict, missed: dict, short_by: float = 0.0) -> bool:
     `short_by`: the same model at as many samples per step or more, at as few mantissa bits or
     fewer, or at any precision when the miss was larger than a precision can make up."""
     bits = MANTISSA_BITS.get(config.get("precision"), 0)
-    return _model(config) == _model(missed) \
+    return model_of(config) == model_of(missed) \
         and samples_per_step(config) >= samples_per_step(missed) \
         and (bits <= MANTISSA_BITS.get(missed.get("precision"), 0) or short_by > PRECISION_COST)
 

@@ -48,6 +48,11 @@ def training_of(config: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in config.items() if k not in SPEED_ONLY}
 
 
+def model_of(config: dict[str, Any]) -> dict[str, Any]:
+    """The model `config` trains: its learning knobs, precision aside (width, patch, lr, ...)."""
+    return {k: v for k, v in learning_knobs(config).items() if k != "precision"}
+
+
 def learning_knobs(config: dict[str, Any]) -> dict[str, Any]:
     """The settings of `config` that decide what is learned (its length, `epochs`, aside)."""
     return {k: v for k, v in config.items()

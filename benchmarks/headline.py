@@ -40,12 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from orchestrator import SearchSpec, run_search, train_config  # noqa: E402
 
-SPACES = {  # the knobs the seeds and the loop offer
-    "classifier": {"precision": ["fp32", "bf16-mixed"], "batch_size": [32, 64, 128, 256],
-                   "width": [0.5, 1.0]},
-    "unet3d": {"precision": ["fp32", "bf16-mixed"], "batch_size": [2, 4, 8],
-               "width": [0.5, 1.0], "patch_size": [16, 24]},
-}
+SPACE = "compact"  # search_spaces/default.compact_space: the knobs the seeds name first
 FULL_EPOCHS = {"classifier": 15, "unet3d": 16}
 RESULTS = Path(__file__).resolve().parent / "results" / "headline.json"
 
@@ -80,7 +75,7 @@ def spread(values: list[float]) -> dict:
 def screen_search(workload: str, args, folder: Path, name: str, baseline: str = "seeds",
                   confirm: int | None = None):
     wait_idle()
-    spec = SearchSpec(name=name, workload=workload, space=SPACES[workload],
+    spec = SearchSpec(name=name, workload=workload, space=SPACE,
                       strategy="screen", objective="match_baseline", baseline=baseline,
                       full_epochs=args.full_epochs[workload],
                       num_trials=confirm or args.confirm,
@@ -158,7 +153,7 @@ def run_workload(workload: str, args) -> dict:
 
     wait_idle()
     reference = run_search(SearchSpec(
-        name=f"headline-{workload}-reference", workload=workload, space=SPACES[workload],
+        name=f"headline-{workload}-reference", workload=workload, space=SPACE,
         objective="match_baseline", baseline=record, epochs=args.max_epochs,
         full_epochs=args.full_epochs[workload], num_trials=args.reference_trials,
         time_budget_s=args.budget, tolerance=args.tolerance, seed=args.seed,

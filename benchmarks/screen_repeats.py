@@ -20,7 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from headline import FULL_EPOCHS, SPACES, wait_idle  # noqa: E402
+from headline import FULL_EPOCHS, SPACE, wait_idle  # noqa: E402
 
 from orchestrator import SearchSpec, run_search  # noqa: E402
 from orchestrator.resources import init_ray  # noqa: E402
@@ -36,7 +36,7 @@ def main(baseline: str, workload: str, repeats: int) -> None:
     for i in range(repeats):
         wait_idle()
         out = Path(tempfile.mkdtemp(prefix=f"screen-{workload}-"))
-        spec = SearchSpec(name=f"screen-{workload}", workload=workload, space=SPACES[workload],
+        spec = SearchSpec(name=f"screen-{workload}", workload=workload, space=SPACE,
                           strategy="screen", objective="match_baseline", baseline=baseline,
                           full_epochs=FULL_EPOCHS[workload], num_trials=6, tolerance=0.01,
                           seed=0, output_dir=str(out), tracking_uri=f"sqlite:///{out}/mlflow.db")

@@ -20,7 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from headline import FULL_EPOCHS, SPACES  # noqa: E402
+from headline import FULL_EPOCHS, SPACE  # noqa: E402
 
 from orchestrator import SearchSpec, run_search  # noqa: E402
 
@@ -42,7 +42,7 @@ def main(root: Path, workloads: list[str]) -> None:
             if json.loads(line)["kind"] == "search":
                 break
         (dst / "measurements" / store.name).write_text("\n".join(kept) + "\n")
-        spec = SearchSpec(name=f"headline-{w}-again", workload=w, space=SPACES[w],
+        spec = SearchSpec(name=f"headline-{w}-again", workload=w, space=SPACE,
                           strategy="screen", objective="match_baseline",
                           baseline=str(src / f"headline-{w}" / "baseline.json"),
                           full_epochs=FULL_EPOCHS[w], num_trials=6, tolerance=0.01, seed=0,

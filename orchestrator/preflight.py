@@ -20,7 +20,7 @@ def check_spec(spec: SearchSpec, out: TextIO | None = None) -> None:
     out = out or sys.stdout  # looked up now: a test may have replaced it
     data = load_data(spec)
     prepared = prepare(spec, data, *resources.local_resources())
-    print(f"ok: search {spec.name!r} ({spec.num_trials} trials x {spec.epochs} epochs) on "
+    print(f"ok: search {spec.name!r} ({spec.trials_line()}) on "
           f"{data.describe()}", file=out)
     print_space(prepared, spec, out)
     print(f"  {prepared.plan.max_concurrent_trials} trial(s) at a time here", file=out)

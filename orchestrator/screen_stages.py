@@ -33,6 +33,7 @@ from orchestrator.stopper import TargetStopper, validation_gate
 from orchestrator.tracking.datasets import dataset_record
 from orchestrator.trial_book import config_key
 from orchestrator.tuning import Confirmations, TuneRun, trainable
+from trainables.config import TrialConfig
 from trainables.status import OnResume, TrialStatus, traits
 from trainables.trial.trainable import reuse_actors
 
@@ -270,7 +271,8 @@ class ScreenStages:
             config_key(self.trial_knobs(p)): p.to_dict() for p in todo})
         searcher = Confirmations([self.trial_knobs(p) for p in todo],
                                  [p.predicted_time_s for p in todo], stopper, SLACK,
-                                 missed=missed, measured=measured, reached=reached)
+                                 missed=missed, measured=measured, reached=reached,
+                                 baseline=TrialConfig.from_dict(s.baseline["config"]).to_dict())
         if searcher.next_index() is None:
             # Nothing left is predicted to beat what was measured: no Tune run to start (one
             # that ends before its first trial races Tune's own saving of its state).

@@ -232,14 +232,13 @@ class Search:
     def _header(self, p: Prepared) -> None:
         spec, out = self.spec, self.out
         config = baselines.baseline_config(baselines.resolved_kind(spec), p.base)
-        print(f"search {spec.name!r}: {spec.num_trials} trials x {spec.epochs} epochs on "
-              f"{p.data.describe()}", file=out)
+        print(f"search {spec.name!r}: {spec.trials_line()} on {p.data.describe()}", file=out)
         print("  " + baselines.describe(baselines.resolved_kind(spec), config, p.base,
                                         baselines.baseline_epochs(spec, config)), file=out)
         print_space(p, spec, out)
         if self.screens is not None:
             print("  strategy: screen every combination, predict each one's time to the "
-                  f"baseline's accuracy, confirm at most {spec.num_trials}", file=out)
+                  "baseline's accuracy, confirm the fastest predicted", file=out)
             if line := self.screens.header():
                 print(f"  {line}", file=out)
         print(f"  {self.objective.formula}", file=out)

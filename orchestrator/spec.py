@@ -51,7 +51,9 @@ class SearchSpec:
     (None): the workload's built-in synthetic set."""
     space: str | dict | Any = field(default="default",
                                     metadata={"metavar": "NAME|module:function"})
-    """A registered space name, 'module:function', a written dict, or a function (API only)."""
+    """A registered space name ('default'; 'compact', the knobs the seeds name first at few
+    values, for strategy screen; 'small'; 'pipeline': search_spaces/default.py),
+    'module:function', a written dict, or a function (API only)."""
     base: dict[str, Any] = field(default_factory=dict, metadata={"flag": "--set"})
     """Fixed trial settings (TrialConfig fields, e.g. lr=0.01) that the space does not search."""
     epochs: int = 3
@@ -68,11 +70,12 @@ class SearchSpec:
     time_budget_s: float | None = field(default=None, metadata={"flag": "--time-budget"})
     """Wall-clock budget of the whole search, seconds; running trials are stopped when it runs
     out."""
-    objective: ObjectiveName = "weighted"
+    objective: ObjectiveName | None = None
     """How trials are ranked: 'weighted' (accuracy minus a penalty per doubling of time),
     'time_to_target' (fastest to `target`), 'pareto' (accuracy against time) or 'match_baseline'
     (fastest within `tolerance` of the baseline). Formulas in orchestrator/objective.py and
-    docs/reference.md."""
+    docs/reference.md. Default: 'match_baseline' under strategy 'screen' (the only one it
+    answers), else 'weighted'."""
     time_weight: float = 0.05
     """Weighted objective: accuracy lost per doubling of training time."""
     reference_time_s: float = field(default=10.0, metadata={"flag": "--reference-time"})
@@ -132,6 +135,8 @@ class SearchSpec:
     measure run-to-run noise. Off: the repeat reports the first run's result as `duplicate`."""
 
     def __post_init__(self) -> None:
+        if self.objective is None:  # the strategy's own question
+            self.objective = "match_baseline" if self.strategy == "screen" else "weighted"
         if self.spatial_dims is not None and not _is_choice(self.spatial_dims, SpatialDims):
             raise ValueError(f"spatial_dims must be 0, 1, 2 or 3 (got {self.spatial_dims!r})")
         _check_choices(self)  # "placement must be one of ['PACK', 'SPREAD'] (got 'spread')"
@@ -163,8 +168,9 @@ class SearchSpec:
             raise ValueError("grace_period must be >= 1 and reduction_factor >= 2 "
                              f"(got {self.grace_period}, {self.reduction_factor})")
         if self.strategy == "screen" and not self.make_objective().needs_baseline:
-            raise ValueError("strategy 'screen' predicts the time to the baseline's accuracy: "
-                             "use it with --objective match_baseline")
+            raise ValueError(f"strategy 'screen' predicts the time to the baseline's accuracy: "
+                             f"its objective is match_baseline (the default under it), not "
+                             f"{self.objective!r}")
         if self.strategy == "screen" and self.early_stopping:
             raise ValueError("strategy 'screen' stops each trial once it is decided; ASHA "
                              "(early_stopping) is for strategy 'tune'")
@@ -181,6 +187,13 @@ class SearchSpec:
         if not isinstance(self.base, dict):
             raise ValueError("base must be a mapping of trial setting -> value")
         TrialConfig.from_dict(self.trial_base())  # unknown or invalid fixed settings fail now
+
+    def trials_line(self) -> str:
+        """What trains, for the header: '8 trials x 3 epochs', or under strategy screen (whose
+        confirmations plan their own epochs) 'a screen, then at most 8 confirmations'."""
+        if self.strategy == "screen":
+            return f"a screen, then at most {self.num_trials} confirmations"
+        return f"{self.num_trials} trials x {self.epochs} epochs"
 
     def trial_base(self) -> dict[str, Any]:
         workload = self.workload if self.model is None else "custom"
@@ -281,8 +294,11 @@ def _is_choice(value: Any, choices: Any) -> bool:
 def _check_choices(spec: SearchSpec) -> None:
     """A Literal field's wrong value fails naming the values it may take."""
     for name, tp in get_type_hints(type(spec)).items():
-        choices = tp if get_origin(tp) is Literal else None
+        # an `X | None` field is checked as X once it holds a value
+        choices = next((t for t in (tp, *get_args(tp)) if get_origin(t) is Literal), None)
         value = getattr(spec, name, None)
+        if value is None and type(None) in get_args(tp):
+            continue
         if choices is not None and not _is_choice(value, choices):
             raise ValueError(f"{name} must be one of {list(get_args(choices))} (got {value!r})")
 

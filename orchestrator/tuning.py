@@ -73,7 +73,11 @@ class Confirmations(Searcher):
     value doubted until a configuration holding it reaches the target (`reached`). The
     predictions rank candidates by speed alone and the fastest share the thinnest model and the
     smallest patch: without this, every confirmation of a small budget went to models that
-    could not reach the target (unet3d, docs/benchmarks.md).
+    could not reach the target (unet3d, docs/benchmarks.md). The baseline's values are never
+    doubted: it reached the target (the target is its score), so a miss is blamed on where it
+    differs from the baseline's model. Blaming the baseline's own width for an fp32 unet3d miss
+    that differed from it only in its patch (16) left every value doubted after two misses, and
+    the last two confirmations went to width 0.5 at patch 16 (the README's first command).
     A configuration that differs from one already proposed, or one that reached the target in an
     earlier search, only in speed switches (`trainables.config.SPEED_ONLY`) is not proposed:
     it trains the same run, and the screen has timed both (the faster, predicted first, is the
@@ -87,14 +91,18 @@ class Confirmations(Searcher):
 
     def __init__(self, configs: list[dict], predicted: list[float], stopper,
                  slack: float = 0.75, missed: list[tuple[dict, float]] = (),
-                 measured: list[float] = (), reached: list[dict] = ()):
+                 measured: list[float] = (), reached: list[dict] = (),
+                 baseline: dict | None = None):
         """missed: (configuration, how far short it fell) of earlier searches' misses, which
         teach as this search's own do. measured: measured / predicted time to the target of
-        earlier searches' confirmations that reached it; reached: their configurations."""
+        earlier searches' confirmations that reached it; reached: their configurations.
+        baseline: the baseline's configuration, every field resolved (it reached the
+        target)."""
         super().__init__()
         self.configs, self.predicted = list(configs), list(predicted)
         self.stopper, self.slack, self.earlier = stopper, slack, list(missed)
         self.measured, self.reached = list(measured), list(reached)
+        self.baseline = [baseline] if baseline else []
         models = [model_of(c) for c in self.configs]
         self.varied = {k for k in set().union(*models)
                        if len({repr(m.get(k)) for m in models}) > 1}
@@ -140,9 +148,9 @@ class Confirmations(Searcher):
 
     def _doubted(self, missed: list[dict]) -> set:
         """The (knob, value) pairs of the models that missed that no configuration which
-        reached the target holds."""
-        reached = self.reached + [self.proposed[t] for t in self.stopper.reached
-                                  if t in self.proposed]
+        reached the target (the baseline included) holds."""
+        reached = self.baseline + self.reached + [self.proposed[t] for t in self.stopper.reached
+                                                  if t in self.proposed]
         held = set().union(*map(self._pairs, reached))
         return set().union(*map(self._pairs, missed)) - held
 

@@ -12,13 +12,14 @@ from collections.abc import Callable
 
 from search_spaces.check import check_space, domain_values
 from search_spaces.context import SpaceContext
-from search_spaces.default import default_space, pipeline_space, small_space
+from search_spaces.default import compact_space, default_space, pipeline_space, small_space
 from search_spaces.parse import parse_space
 
 SpaceFn = Callable[[SpaceContext], dict]
 
 SPACES: dict[str, SpaceFn] = {
     "default": default_space,
+    "compact": compact_space,
     "small": small_space,
     "pipeline": pipeline_space,
 }

@@ -67,6 +67,23 @@ def segmentation_space(ctx: SpaceContext) -> dict:
     })
 
 
+def compact_space(ctx: SpaceContext) -> dict:
+    """The knobs the seed write-ups name first (precision, batch size, width; for the 3D UNet
+    the patch too), at few values: strategy screen times every combination, so a space's size
+    is its cost, and this one's 16 (classifier) or 24 (unet3d, on a CPU with bf16) take about
+    half a minute on a 2-core CPU, where the default space's 248 took 245 s. What
+    `benchmarks/headline.py` searches, and the README's first command."""
+    space = {
+        "precision": tune.choice(speed_precisions(ctx)),
+        "batch_size": tune.choice([2, 4, 8] if ctx.workload == "unet3d" else [32, 64, 128, 256]),
+        "width": tune.choice([0.5, 1.0]),
+    }
+    if ctx.workload == "unet3d":
+        space["patch_size"] = tune.choice([p for p in (16, 24) if p <= ctx.image_size]
+                                          or [ctx.image_size // 4 * 4])
+    return _one_precision_is_fixed(space)
+
+
 def small_space(ctx: SpaceContext) -> dict:
     """A two-knob space for quick checks and tests."""
     return {

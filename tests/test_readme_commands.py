@@ -44,13 +44,15 @@ BAD_INPUT = "covered by tests/orchestrator/test_inputs.py::" \
 # Command shape on a page -> a run in RUNS, or "covered by FILE::TEST".
 COMMANDS: dict[str, str] = {
     # README.md
-    "orchestrator search": "quickstart",
+    "orchestrator search --workload unet3d --space compact --strategy screen --full-epochs 8 "
+    "--trials 4": "quickstart",
+    "orchestrator search": "tune",
+    "orchestrator search --strategy screen --full-epochs 15": "screen",
     "orchestrator resume DIR": "resume",
     "--objective match_baseline": "own_match",
     # docs/screen.md
-    "orchestrator search --strategy screen --objective match_baseline --full-epochs 15":
-        "screen",
     "--baseline seeds": "screen",
+    "--baseline base": "own_match",
     "--strategy screen": "screen",
     "--model module:function --data your.npz": "own_match",
     "--trials": "options",
@@ -123,7 +125,7 @@ COMMANDS: dict[str, str] = {
     "--epochs 1 --baseline none": "options",
     "--epochs 15": "options",  # benchmarks/search_efficiency.py's --epochs, spelled as ours
     # docs/benchmarks.md, the H100 section: the same searches, run there on a GPU node
-    "orchestrator search --trials 8 --epochs 3": "quickstart",
+    "orchestrator search --trials 8 --epochs 3": "tune",
     "orchestrator search --strategy screen --objective match_baseline --full-epochs 8 "
     "--trials 3": "screen",
     # ... and the H200 section's, the same search with its trials' epochs spelled out
@@ -136,7 +138,7 @@ COMMANDS: dict[str, str] = {
     "python -m orchestrator search --spec my-search.yaml --trials 16 --epochs 5 --placement "
     "PACK --tracking-uri sqlite:////home/ray/mlflow.db --output-dir /home/ray/runs": JOB,
     "python -m orchestrator search ...": JOB,
-    "orchestrator search ...": "quickstart",
+    "orchestrator search ...": "tune",
     # A 2-worker group sent with `ray job submit` (groups in a row reuse no trial actor:
     # tests/trainables/test_trainable.py).
     "python -m orchestrator search --spec two-workers.yaml --trials 3 --epochs 1 --tracking-uri "
@@ -162,8 +164,13 @@ TINY = ["--trials", "1", "--epochs", "1", "--cpus-per-trial", "1"]  # one in-pro
 QUICK = ["--baseline", "none", "--profile", "off"]  # where neither is what the run is about
 # `orchestrator` argv per run, in order ({npz}: a tiny image set; {cwd}: the scratch folder).
 RUNS: dict[str, list[str]] = {
-    # The first README command's search as it is (seeds baseline, profile on), one tiny trial.
-    "quickstart": ["search", *TINY],
+    # The first README command's search as it is (strategy screen on the compact space, seeds
+    # baseline, profile on) at 1 epoch, with a tolerance that the one confirmation meets.
+    "quickstart": ["search", "--name", "first", "--workload", "unet3d", "--space", "compact",
+                   "--strategy", "screen", "--full-epochs", "1", "--trials", "1",
+                   "--tolerance", "0.5", "--cpus-per-trial", "1"],
+    # `orchestrator search` with no flag: strategy tune, the weighted objective, one tiny trial.
+    "tune": ["search", *TINY],
     "resume": ["resume", "orchestrator_runs/default"],
     "train": ["train", "orchestrator_runs/default/best_config.json", "--name", "default-train",
               "--epochs", "1", "--output-dir", "orchestrator_runs",
@@ -205,7 +212,7 @@ RUNS: dict[str, list[str]] = {
                "match_baseline", "--full-epochs", "2", "--epochs", "2", "--tolerance", "0.05",
                "--baseline", "seeds", "--trials", "3", "--cpus-per-trial", "1"],
 }
-FOLDERS = {"quickstart": "default", "spec": "wider-search"}  # else the run's --name
+FOLDERS = {"tune": "default", "spec": "wider-search"}  # else the run's --name
 
 
 def test_every_documented_command_has_an_entry():
@@ -304,6 +311,9 @@ def test_search_commands_run(name, workdir):
     assert len(baseline) == (0 if "none" in RUNS[name] else 1)  # quickstart: seeds; own: base
     if name == "unet3d":
         assert 0 <= trials.iloc[0]["val_dice"] <= 1 and "grad_checkpointing" in board
+    if name == "quickstart":  # a confirmation of the screen's, with its prediction
+        assert trials.iloc[0]["predicted_time_to_target_s"] > 0
+        assert (Path("orchestrator_runs") / "first" / "screen.json").exists()
     if name == "spec":  # the warm-start point, through a worker group, in the file's space
         assert trials.iloc[0]["batch_size"] == 128 and trials.iloc[0]["width"] == 0.5
 
@@ -317,7 +327,7 @@ def test_check_command_validates_without_running(workdir):
 @pytest.mark.integration
 def test_resume_and_train_commands_run(workdir):
     if not (workdir["root"] / "orchestrator_runs" / "default" / "best_config.json").exists():
-        assert _run("quickstart", workdir) == 0
+        assert _run("tune", workdir) == 0
     # A driver that died while writing the results: resume runs the finish stage again only.
     state = Path("orchestrator_runs/default/search_state.json")
     was = json.loads(state.read_text())

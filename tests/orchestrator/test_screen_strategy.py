@@ -340,6 +340,40 @@ def test_a_miss_casts_doubt_on_its_models_values_until_one_holding_them_reaches_
     assert searcher.suggest("f") == "FINISHED"
 
 
+def test_a_miss_casts_no_doubt_on_the_values_it_shares_with_the_baseline():
+    """The baseline reached the target (its score is the target), so a miss is blamed on where
+    it differs from the baseline's model. Seen in the README's first command: an fp32 miss at
+    the baseline's width (1.0) and patch 16, then a miss at width 0.5 and patch 24, left every
+    value doubted, and the confirmations went to width 0.5 at patch 16; width 1.0 at patch 24
+    (the baseline's model, which reaches the target) was never tried."""
+    from trainables.config import TrialConfig
+
+    objective = MatchBaselineObjective(tolerance=0.01, baseline_score=0.8, baseline_s=100.0)
+
+    def model(width, patch, batch=4, precision="bf16-mixed"):
+        return {"width": width, "patch_size": patch, "batch_size": batch,
+                "precision": precision}
+
+    wide_small = model(1.0, 16, batch=2, precision="fp32")
+    configs = [wide_small, model(0.5, 24), model(0.5, 16), model(0.5, 16, batch=8),
+               model(1.0, 24)]
+    baseline = TrialConfig.from_dict({"workload": "unet3d", "loop": "legacy", "batch_size": 2,
+                                      "width": 1.0}).to_dict()  # its patch: the default, 24
+    assert baseline["patch_size"] == 24
+    for held, last in ((None, model(0.5, 16)), (baseline, model(1.0, 24))):
+        stopper = TargetStopper(objective, curve=BASELINE["curve"])
+
+        def miss(trial):
+            return stopper(trial, {"status": "running", "epoch": 12, "epochs_planned": 20,
+                                   "val_score": 0.5, "train_time_s": 12.0,
+                                   "time_to_target_s": math.nan})
+
+        searcher = Confirmations(configs, [4.0, 4.5, 5.0, 5.5, 6.0], stopper, baseline=held)
+        assert searcher.suggest("a") == wide_small and miss("a")
+        assert searcher.suggest("b") == model(0.5, 24) and miss("b")
+        assert searcher.suggest("c") == last
+
+
 def test_a_finished_confirmation_teaches_its_twins_the_epochs_they_need():
     """An earlier search's confirmation (or one this search ran before a stop) tells the
     stopper when its twins can reach the target at the earliest (orchestrator/twins.py)."""

@@ -108,6 +108,29 @@ def test_cli_placement_flag_reaches_the_spec():
     assert SearchSpec().placement == "PACK"
 
 
+def test_the_objective_defaults_to_the_question_its_strategy_answers(tmp_path):
+    """Strategy screen predicts the time to the baseline's accuracy, so `--strategy screen`
+    alone asks match_baseline (the README's first command gives no --objective); strategy tune
+    keeps the weighted objective, and an objective given explicitly stands, or is refused."""
+    from orchestrator.cli import build_parser, spec_from_args
+
+    parser = build_parser()
+    assert spec_from_args(parser.parse_args(["search"])).objective == "weighted"
+    screen = spec_from_args(parser.parse_args(["search", "--strategy", "screen"]))
+    assert screen.objective == "match_baseline" and screen.make_objective().needs_baseline
+    assert SearchSpec.from_dict(screen.to_dict()) == screen
+    assert spec_from_args(parser.parse_args(
+        ["search", "--objective", "pareto"])).objective == "pareto"
+    with pytest.raises(ValueError, match="its objective is match_baseline .* not 'weighted'"):
+        SearchSpec(strategy="screen", objective="weighted")
+    with pytest.raises(ValueError, match="objective must be one of"):
+        SearchSpec(objective="fastest")
+    written = tmp_path / "screen.yaml"
+    written.write_text("strategy: screen\nfull_epochs: 4\n")
+    assert SearchSpec.from_file(written).objective == "match_baseline"
+    assert SearchSpec.from_file(written, objective="match_baseline").full_epochs == 4
+
+
 def test_rerun_duplicates_flag_reaches_the_spec_and_is_validated():
     from orchestrator.cli import build_parser, spec_from_args
     from orchestrator.spec import SearchSpec

@@ -42,6 +42,27 @@ def test_default_space_searches_bf16_only_where_it_runs_natively(workload):
     assert "bf16-mixed" in gpu["precision"].categories
 
 
+@pytest.mark.parametrize(("workload", "knobs", "combinations"), [
+    ("classifier", {"precision", "batch_size", "width"}, 16),
+    ("unet3d", {"precision", "batch_size", "width", "patch_size"}, 24),
+])
+def test_compact_space_is_few_combinations_for_the_screen(workload, knobs, combinations):
+    """Strategy screen times every combination: the compact space keeps the seeds' first knobs
+    at few values (the default space has 248 on a 2-core CPU), and, as the default space does,
+    bf16 only where it runs natively."""
+    from orchestrator.screening import candidates
+
+    ctx = SpaceContext(workload=workload, image_size=64 if workload == "unet3d" else 32)
+    searched, fixed = resolve_space("compact", ctx)
+    assert set(searched) == knobs and fixed == {}
+    check_space(searched, {}, ctx)
+    assert len(candidates(searched, {})) == combinations
+    default, _ = resolve_space("default", ctx)
+    assert len(candidates(default, {})) > 5 * combinations
+    old_cpu, _ = resolve_space("compact", SpaceContext(workload=workload, native_bf16=False))
+    assert "precision" not in old_cpu and len(candidates(old_cpu, {})) == combinations // 2
+
+
 def test_default_space_bounds_patch_size_by_the_images():
     searched, _ = resolve_space("default", SpaceContext(image_size=20))
     assert max(searched["patch_size"].categories) == 20

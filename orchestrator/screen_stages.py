@@ -272,7 +272,9 @@ class ScreenStages:
         searcher = Confirmations([self.trial_knobs(p) for p in todo],
                                  [p.predicted_time_s for p in todo], stopper, SLACK,
                                  missed=missed, measured=measured, reached=reached,
-                                 baseline=TrialConfig.from_dict(s.baseline["config"]).to_dict())
+                                 # every field, the defaults it ran with included (a
+                                 # recorded baseline may hold fields this version lacks)
+                                 baseline={**TrialConfig().to_dict(), **s.baseline["config"]})
         if searcher.next_index() is None:
             # Nothing left is predicted to beat what was measured: no Tune run to start (one
             # that ends before its first trial races Tune's own saving of its state).

@@ -71,7 +71,7 @@ def compact_space(ctx: SpaceContext) -> dict:
     """The knobs the seed write-ups name first (precision, batch size, width; for the 3D UNet
     the patch too), at few values: strategy screen times every combination, so a space's size
     is its cost, and this one's 16 (classifier) or 24 (unet3d, on a CPU with bf16) take about
-    half a minute on a 2-core CPU, where the default space's 248 took 245 s. What
+    half a minute on a 2-core CPU, where the default space's 248 took 245-315 s. What
     `benchmarks/headline.py` searches, and the README's first command."""
     space = {
         "precision": tune.choice(speed_precisions(ctx)),

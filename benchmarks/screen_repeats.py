@@ -11,7 +11,6 @@ after the machine is idle.
 
 from __future__ import annotations
 
-import json
 import statistics
 import sys
 import tempfile
@@ -20,7 +19,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from headline import FULL_EPOCHS, SPACE, wait_idle  # noqa: E402
+from headline import FULL_EPOCHS, SPACE, search_cost_s, stage_seconds, wait_idle  # noqa: E402
 
 from orchestrator import SearchSpec, run_search  # noqa: E402
 from orchestrator.resources import init_ray  # noqa: E402
@@ -41,8 +40,8 @@ def main(baseline: str, workload: str, repeats: int) -> None:
                           full_epochs=FULL_EPOCHS[workload], num_trials=6, tolerance=0.01,
                           seed=0, output_dir=str(out), tracking_uri=f"sqlite:///{out}/mlflow.db")
         result = run_search(spec)
-        stage = json.loads((out / spec.name / "search_state.json").read_text())["stage_s"]
-        costs.append(sum(v for k, v in stage.items() if k != "baseline"))
+        stage = stage_seconds(out / spec.name)
+        costs.append(search_cost_s(stage))
         t = result.trials
         errors += finite(t.get("prediction_error", []))
         starts += finite(t.get("start_prediction_error", []))

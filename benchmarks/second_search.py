@@ -20,14 +20,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from headline import FULL_EPOCHS, SPACE  # noqa: E402
+from headline import FULL_EPOCHS, SPACE, search_cost_s, stage_seconds  # noqa: E402
 
 from orchestrator import SearchSpec, run_search  # noqa: E402
-
-
-def cost_s(search_dir: Path) -> float:
-    stage = json.loads((search_dir / "search_state.json").read_text())["stage_s"]
-    return sum(v for k, v in stage.items() if k != "baseline")
 
 
 def main(root: Path, workloads: list[str]) -> None:
@@ -48,7 +43,8 @@ def main(root: Path, workloads: list[str]) -> None:
                           full_epochs=FULL_EPOCHS[w], num_trials=6, tolerance=0.01, seed=0,
                           output_dir=str(dst), tracking_uri=f"sqlite:///{dst}/mlflow.db")
         result = run_search(spec)
-        second, first = cost_s(dst / spec.name), cost_s(src / f"headline-{w}")
+        second = search_cost_s(stage_seconds(dst / spec.name))
+        first = search_cost_s(stage_seconds(src / f"headline-{w}"))
         trials = result.trials[result.trials["role"] == "trial"]
         best = {k: result.best.get(k) for k in [*result.knobs, "time_to_target_s"]} \
             if result.best else None

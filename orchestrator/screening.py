@@ -23,6 +23,7 @@ the screen's whole length, and in other processes, outvote a window that is fast
 
 from __future__ import annotations
 
+import collections
 import itertools
 import json
 import math
@@ -96,15 +97,13 @@ def contenders(ranked: list[dict[str, Any]], count: int) -> list[dict[str, Any]]
     values and moves the confirmations to other models (orchestrator/tuning.Confirmations), and
     on unet3d every configuration that reached the target was outside the 12 predicted fastest
     (the thinner model and the smaller patch are predicted fastest, and learn too little)."""
-    def model(config: dict[str, Any]) -> str:
-        return json.dumps(model_of(config), sort_keys=True, default=str)
-
-    share = math.ceil(count / max(1, len({model(c) for c in ranked})))
-    taken: dict[str, int] = {}
+    models = [json.dumps(model_of(c), sort_keys=True, default=str) for c in ranked]
+    share = math.ceil(count / max(1, len(set(models))))
+    taken: collections.Counter = collections.Counter()
     out = []
-    for config in ranked:
-        if taken.get(model(config), 0) < share:
-            taken[model(config)] = taken.get(model(config), 0) + 1
+    for config, model in zip(ranked, models):
+        if taken[model] < share:
+            taken[model] += 1
             out.append(config)
     return out
 

@@ -56,7 +56,7 @@ def segmentation_space(ctx: SpaceContext) -> dict:
     """
     precisions = speed_precisions(ctx)
     workers = [w for w in (1, 2, 4, 8) if w <= ctx.max_workers]
-    patches = [p for p in (16, 24, 32) if p <= ctx.image_size] or [ctx.image_size // 4 * 4]
+    patches = _cube_sides(ctx, (16, 24, 32))
     return _one_precision_is_fixed({
         "precision": tune.choice(precisions),
         "batch_size": tune.choice([2, 4, 8]),
@@ -79,9 +79,14 @@ def compact_space(ctx: SpaceContext) -> dict:
         "width": tune.choice([0.5, 1.0]),
     }
     if ctx.workload == "unet3d":
-        space["patch_size"] = tune.choice([p for p in (16, 24) if p <= ctx.image_size]
-                                          or [ctx.image_size // 4 * 4])
+        space["patch_size"] = tune.choice(_cube_sides(ctx, (16, 24)))
     return _one_precision_is_fixed(space)
+
+
+def _cube_sides(ctx: SpaceContext, sides: tuple[int, ...]) -> list[int]:
+    """The 3D UNet's patch sides that fit the volumes' chunks, else the largest that does (a
+    multiple of 4: the UNet pools twice)."""
+    return [p for p in sides if p <= ctx.image_size] or [ctx.image_size // 4 * 4]
 
 
 def small_space(ctx: SpaceContext) -> dict:

@@ -24,10 +24,6 @@ MIN_TRIALS = 3  # fewer finished trials say nothing about which knob mattered
 def knob_importance(table: pd.DataFrame, knobs: list[str], objective=None) -> pd.DataFrame:
     """One row per searched knob, one column per target (fractions summing to 1 per column);
     empty when there are too few finished trials or nothing varied."""
-    import optuna
-    from optuna.distributions import CategoricalDistribution
-    from optuna.importance import FanovaImportanceEvaluator, get_param_importances
-
     if table.empty or not knobs:
         return pd.DataFrame()
     rows = table[table["status"].isin(RANKABLE)]
@@ -36,6 +32,12 @@ def knob_importance(table: pd.DataFrame, knobs: list[str], objective=None) -> pd
     varied = [k for k in knobs if k in rows and rows[k].nunique() > 1]
     if len(rows) < MIN_TRIALS or not varied:
         return pd.DataFrame()
+    # Only now: the fANOVA evaluator imports scikit-learn's forests, 1.3-1.9 s here, which a
+    # search of a few confirmations (most of them pruned) would pay for nothing.
+    import optuna
+    from optuna.distributions import CategoricalDistribution
+    from optuna.importance import FanovaImportanceEvaluator, get_param_importances
+
     dists = {k: CategoricalDistribution(sorted({_plain(v) for v in rows[k]}, key=str))
              for k in varied}
     out = pd.DataFrame(index=varied)

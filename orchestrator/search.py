@@ -43,6 +43,7 @@ from orchestrator.spec import SearchSpec
 from orchestrator.stopper import target_stopper
 from orchestrator.tracking import MlflowTracker, Tracker
 from orchestrator.tracking.datasets import dataset_record
+from orchestrator.tracking.mlflow_writer import open_store_early
 from orchestrator.trial_book import TrialBook
 from orchestrator.tuning import TuneRun, make_searcher, trainable
 
@@ -115,8 +116,11 @@ class Search:
         if not joining:  # the plan needs only this machine: check it before Ray starts
             self.prepared = prepare(spec, data, *resources.local_resources())
         self.uses_ray = joining or self._trains_more()
+        store = None if self.tracker else open_store_early(spec.resolved_tracking_uri())
         if self.uses_ray:  # a resume with only the results left to write needs no Ray
             self.started_ray = resources.init_ray()
+        if store is not None:
+            store.join()
         self.interrupts.install()  # ray.init took SIGTERM for itself
         if joining:
             self.prepared = prepare(spec, data, *resources.cluster_resources())

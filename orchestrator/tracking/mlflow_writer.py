@@ -10,7 +10,9 @@ identical point), params are the same values, tags and artifacts are overwritten
 from __future__ import annotations
 
 import json
+import logging
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +27,30 @@ PARENT_TAG = "mlflow.parentRunId"
 # MLflow 3 opens an experiment without this tag in its GenAI view (traces, tokens); this one
 # opens it on its training runs.
 EXPERIMENT_KIND = {"mlflow.experimentKind": "custom_model_development"}
+
+
+def open_store_early(tracking_uri: str) -> threading.Thread | None:
+    """Open a SQLite store in a background thread, to be joined before the tracker is made; None
+    for other stores (nothing slow to open). A new SQLite store creates its tables first, 2.4-3.3
+    s here, and a local Ray's start leaves a core idle for that long: opened during it, the
+    tracker then takes the open store from MLflow's cache of stores by URI. An error is left to
+    the tracker, which meets it again and deals with it as it always does."""
+    if not tracking_uri.startswith("sqlite:"):
+        return None
+
+    def open_store() -> None:
+        try:
+            from mlflow.tracking import MlflowClient
+
+            logging.getLogger("mlflow").setLevel(logging.WARNING)  # no table-creation chatter
+            MlflowClient(tracking_uri=tracking_uri)  # builds the store, which MLflow keeps
+        except Exception:  # noqa: BLE001 - the tracker reports it, in the driver's thread
+            pass
+
+    # Not a daemon: a table migration cut off by the interpreter's exit is left to roll back.
+    thread = threading.Thread(target=open_store, name="open-mlflow-store")
+    thread.start()
+    return thread
 
 
 class MlflowWriter:

@@ -137,3 +137,29 @@ def test_tracker_is_an_interface_with_a_null_implementation():
     null.end_trial("t", "completed", {})
     null.end_search({}, {}, {})
     assert null.parent_run_id is None
+
+
+def test_a_sqlite_store_opened_early_serves_the_tracker_and_a_bad_one_ends_quietly(tmp_path):
+    # The search opens a new SQLite store (its table creation: seconds) while Ray starts; the
+    # tracker made afterwards must write to that same file, and a store that cannot be opened
+    # ends the thread quietly: the tracker meets the error itself, in the driver.
+    from orchestrator.tracking.mlflow_writer import open_store_early
+
+    assert open_store_early("http://127.0.0.1:1") is None  # a server: nothing slow to open
+    uri = f"sqlite:///{tmp_path / 'early.db'}"
+    thread = open_store_early(uri)
+    thread.join(timeout=120)
+    assert not thread.is_alive() and (tmp_path / "early.db").is_file()
+    tracker = MlflowTracker(uri, artifact_root=tmp_path / "artifacts")
+    tracker.start_search("early", params={"seed": 1}, artifacts={})
+    tracker.outbox.flush()
+    runs = MlflowClient(uri).search_runs(
+        [MlflowClient(uri).get_experiment_by_name("early").experiment_id])
+    assert [r.data.params for r in runs] == [{"seed": "1"}]
+
+    (tmp_path / "not-a-db").write_text("this is not a database")
+    bad = f"sqlite:///{tmp_path / 'not-a-db'}"
+    failing = open_store_early(bad)
+    failing.join(timeout=120)  # ended quietly
+    with pytest.raises(Exception):
+        MlflowClient(bad).search_experiments()

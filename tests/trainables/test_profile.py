@@ -232,3 +232,39 @@ def test_the_profile_reports_its_picks_step_and_time_step_times_a_config():
     empty = LoopIO(train_batches=lambda e: iter(()), val_batches=lambda: iter(()),
                    steps_per_epoch=1)
     assert time_step(TrialConfig(batch_size=8), META, empty) is None
+
+
+@pytest.mark.parametrize("workload, meta, x, y", [
+    ("classifier", META, torch.randn(8, 1, 12, 12), torch.randint(0, 3, (8,))),
+    ("unet3d", DataMeta(1, 2, "segment", 3), torch.randn(2, 1, 16, 16, 16),
+     torch.randint(0, 2, (2, 1, 16, 16, 16))),
+])
+@pytest.mark.parametrize("precision", ["fp32", "bf16-mixed"])
+def test_a_cpu_timing_frees_its_model_without_a_full_collection(
+        monkeypatch, workload, meta, x, y, precision):
+    """A screen times dozens of candidates in one process: on a CPU each one's model and step
+    must be freed by their references alone (a full collection there cost a third of the
+    screen's time), so a reference cycle creeping into a model or step would pile up models."""
+    import gc
+    import weakref
+
+    import trainables.loop.profile as profile_module
+
+    built, collections = [], []
+    build = profile_module.build_model
+
+    def spy(*args, **kwargs):
+        model = build(*args, **kwargs)
+        built.append(weakref.ref(model))
+        return model
+
+    monkeypatch.setattr(profile_module, "build_model", spy)
+    monkeypatch.setattr(gc, "collect", lambda *a: collections.append(a) or 0)
+    cfg = TrialConfig.from_dict({"workload": workload, "precision": precision,
+                                 "batch_size": len(y), "width": 0.25,
+                                 "patch_size": x.shape[-1]})
+    io = LoopIO(train_batches=lambda e: iter(()), val_batches=lambda: iter(()),
+                steps_per_epoch=10)
+    timing = profile_module.StepTimer(meta, io, (x, y))(cfg)
+    assert timing.step_s > 0 and collections == []
+    assert len(built) == 1 and built[0]() is None  # freed as the timer returned

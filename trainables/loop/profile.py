@@ -304,8 +304,13 @@ class StepTimer:
                 else 4 * weights_mb + (step.activation_mb or 0.0)
         finally:
             del model, step
-            gc.collect()
             if device.type == "cuda":
+                # The next candidate's peak and fit are read off the device allocator: free
+                # what this one held, cycles too. Host memory needs no collection: a model and
+                # its step are freed by their references, and a full collection of a process
+                # holding torch and Ray took 0.12-0.2 s, a third of a screen's time per
+                # candidate on a CPU (docs/benchmarks.md).
+                gc.collect()
                 torch.cuda.empty_cache()
         # The median, not the mean: a step that lost its core to another process (a shared
         # machine) says nothing about the candidate.

@@ -31,8 +31,8 @@ EXPERIMENT_KIND = {"mlflow.experimentKind": "custom_model_development"}
 
 def open_store_early(tracking_uri: str) -> threading.Thread | None:
     """Open a SQLite store in a background thread, to be joined before the tracker is made; None
-    for other stores (nothing slow to open). A new SQLite store creates its tables first, 2.4-3.3
-    s here, and a local Ray's start leaves a core idle for that long: opened during it, the
+    for other stores (nothing slow to open). A new SQLite store creates its tables first (2.4-3.3
+    s here), and a local Ray's start leaves a core idle for that long: opened during it, the
     tracker then takes the open store from MLflow's cache of stores by URI. An error is left to
     the tracker, which meets it again and deals with it as it always does."""
     if not tracking_uri.startswith("sqlite:"):

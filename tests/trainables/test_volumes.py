@@ -37,7 +37,7 @@ def _whole_volume_reference(size, rng):
 
 
 @pytest.mark.parametrize(("size", "seed"), [(64, 77), (48, 1), (24, 5), (16, 9)])
-def test_synthetic_volume_draws_each_object_in_its_box_exactly_as_over_the_whole_volume(size, seed):
+def test_synthetic_volume_draws_each_object_in_its_box_as_over_the_whole_volume(size, seed):
     # Objects reach the volume's edges at every size here: a box cut one voxel short, or a
     # changed draw order, changes the data (and every digest an earlier search is keyed by).
     image, mask = synthetic_volume(size, np.random.default_rng(seed))

@@ -35,7 +35,7 @@ def synthetic_volume(size: int, rng: np.random.Generator, n_objects: int | None 
         radii = rng.uniform(4, 9, 3)
         # Only the object's bounding box can change: every voxel it touches has r < 1.1, so
         # |x - center| < 1.1 * radii on each axis. The same values as over the whole volume,
-        # in a few percent of the time (the first command generates this data: 3.2 s -> 0.14 s here).
+        # in a few percent of the time (the first command generates this data: 3.2 -> 0.14 s).
         box = tuple(slice(max(0, int(np.floor(c - 1.1 * a))),
                           min(size, int(np.ceil(c + 1.1 * a)) + 1)) for c, a in zip(center, radii))
         r = np.sqrt((((grid[box] - center) / radii) ** 2).sum(-1))

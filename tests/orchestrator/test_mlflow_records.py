@@ -153,8 +153,8 @@ def test_a_sqlite_store_opened_early_serves_the_tracker_and_a_bad_one_ends_quiet
     tracker = MlflowTracker(uri, artifact_root=tmp_path / "artifacts")
     tracker.start_search("early", params={"seed": 1}, artifacts={})
     tracker.outbox.flush()
-    runs = MlflowClient(uri).search_runs(
-        [MlflowClient(uri).get_experiment_by_name("early").experiment_id])
+    client = MlflowClient(uri)
+    runs = client.search_runs([client.get_experiment_by_name("early").experiment_id])
     assert [r.data.params for r in runs] == [{"seed": "1"}]
 
     (tmp_path / "not-a-db").write_text("this is not a database")

@@ -23,6 +23,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from orchestrator.curves import first_at
 from trainables.status import traits
 
 BASELINES = ("seeds", "base", "none")
@@ -94,21 +95,26 @@ def baseline_epochs(spec, config: dict[str, Any]) -> int:
     return int(config.get("epochs", spec.epochs))
 
 
-def record_of(kind: str, config: dict[str, Any], rec, parent_run_id: str | None) -> dict:
+def record_of(kind: str, config: dict[str, Any], rec, parent_run_id: str | None,
+              search: str | None = None) -> dict:
     """The baseline's record (what baseline.json keeps) from its trial's record; a baseline that
-    did not run to a valid end is an error: there is nothing to compare with."""
+    did not run to a valid end is an error: there is nothing to compare with. `search`: the
+    folder of the search that trained it."""
     m = rec.metrics
     score = _num(m.get("val_score"))
+    reached = first_at(rec.curve, score)
     record = {
         "kind": kind, "config": config, "trial_id": rec.trial_id, "status": str(rec.status),
         "val_score": score, "train_time_s": _num(m.get("train_time_s")),
         "full_run_s": _num(m.get("full_run_s")), "epochs": rec.epochs, "curve": rec.curve,
         # S is the score of the whole run; when the run first reached it (for the curious: a
         # speedup compares with the whole run, the one the user makes).
-        "time_to_score_s": next((t for _, s, t in rec.curve if s >= score),
-                                _num(m.get("train_time_s"))),
+        "time_to_score_s": reached.seconds if reached else _num(m.get("train_time_s")),
         "noise_scale": _num(m.get("noise_scale")), "noise": rec.noise, "losses": rec.losses,
-        "parent_run_id": parent_run_id,
+        # Its process's warm-up before its clock, and the noise-scale probes outside it: the
+        # search's, not the user's run.
+        "first_use_s": m.get("first_use_s"), "noise_s": rec.noise_s,
+        "parent_run_id": parent_run_id, "search": search,
     }
     if not traits(rec.status).rankable:
         raise RuntimeError(f"the {kind} baseline did not complete ({rec.status}: {rec.reason}); "
@@ -127,12 +133,23 @@ def describe(kind: str, config: dict[str, Any], base: dict[str, Any], epochs: in
     return f"baseline: {kind}, run first for {epochs} epochs ({shown})"
 
 
-def result_line(kind: str, record: dict) -> str:
+def result_line(kind: str, record: dict, own: str | None = None) -> str:
     """'baseline (seeds): val_score 0.7490 in 49.1 s of training'; `kind` is the spec's (a path
-    for a baseline recorded before)."""
+    for a baseline recorded before); `own`: this search's folder (a baseline an earlier search
+    of the same question recorded says where)."""
     where = kind if kind in BASELINES else f"{record['kind']}, recorded in {kind}"
+    if kind in BASELINES and own is not None and record.get("search") not in (None, own):
+        where += f", recorded by {record['search']} (--rerun-baseline trains it again)"
     return (f"baseline ({where}): val_score {record['val_score']:.4f} in "
             f"{record['train_time_s']:.1f} s of training")
+
+
+def resolved_config(record: dict) -> dict[str, Any]:
+    """The baseline's configuration, every field resolved: the defaults it ran with included
+    (a recorded baseline may hold fields this version lacks)."""
+    from trainables.config import TrialConfig
+
+    return {**TrialConfig().to_dict(), **record["config"]}
 
 
 def baseline_objective(spec):

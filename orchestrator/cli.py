@@ -18,6 +18,7 @@ import argparse
 import sys
 import typing
 
+import psutil
 import yaml
 
 from orchestrator.api import SearchResult, SearchSpec, resume_search, run_search, train_config
@@ -27,7 +28,8 @@ from orchestrator.plain_yaml import load as load_yaml
 from orchestrator.spec_flags import add_field_flags, literal_choices, spec_options
 from trainables.config import LR_SCALINGS, TrialConfig
 
-KNOBS_SHOWN = 8  # knob columns printed in the console leaderboard
+WIDE_HELP = ("print the whole leaderboard (every column, as leaderboard.csv holds it) instead "
+             "of the columns that fit 120 characters")
 # --lr-scaling is a shortcut for --set lr_scaling=...: its choices are TrialConfig's (the
 # annotation's, once it is a Literal; LR_SCALINGS, which validates it, until then).
 LR_SCALING_CHOICES = literal_choices(typing.get_type_hints(TrialConfig)["lr_scaling"]) \
@@ -52,9 +54,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--check", action="store_true",
                    help="validate the spec, data and space, print what would run, and exit "
                         "without starting Ray")
+    s.add_argument("--wide", action="store_true", help=WIDE_HELP)
 
     r = sub.add_parser("resume", help="continue a search whose driver was killed")
     r.add_argument("dir", help="the search's folder: OUTPUT_DIR/NAME (holds search_state.json)")
+    r.add_argument("--wide", action="store_true", help=WIDE_HELP)
 
     t = sub.add_parser("train", help="run one training with a config (e.g. best_config.json)")
     t.add_argument("config", help="a best_config.json written by a search, or a YAML/JSON "
@@ -97,9 +101,9 @@ def checked_spec(args: argparse.Namespace) -> SearchSpec:
         raise InputError(str(err)) from err
 
 
-def print_summary(result: SearchResult, out=sys.stdout) -> None:
+def print_summary(result: SearchResult, out=sys.stdout, wide: bool = False) -> None:
     print(f"\nLeaderboard ({result.objective_formula})", file=out)
-    print(result.leaderboard(result.knobs[:KNOBS_SHOWN]), file=out)
+    print(result.leaderboard(wide=wide), file=out)
     for line in result.notes:  # knob importance, speedup vs baseline, payback
         print(line, file=out)
     print(f"\nsearch wall time   {result.wall_time_s:.1f} s", file=out)
@@ -112,14 +116,16 @@ def print_summary(result: SearchResult, out=sys.stdout) -> None:
 
 
 def run(args: argparse.Namespace) -> SearchResult | None:
-    """Run the parsed command; None for `search --check`, which runs nothing."""
+    """Run the parsed command; None for `search --check`, which runs nothing. A search's wall
+    time (and cost) starts when this process did: what the user waits for."""
+    started = psutil.Process().create_time()
     if args.command == "resume":
-        return resume_search(args.dir)
+        return resume_search(args.dir, started=started)
     if args.command == "train":
         return train_config(args.config, name=args.name, data=args.data, epochs=args.epochs,
                             output_dir=args.output_dir, tracking_uri=args.tracking_uri)
     spec = checked_spec(args)
-    return None if args.check else run_search(spec)
+    return None if args.check else run_search(spec, started=started)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -140,5 +146,5 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     if result is None:
         return 0
-    print_summary(result)
+    print_summary(result, wide=getattr(args, "wide", False))
     return 0 if result.best is not None else 1

@@ -5,10 +5,13 @@
       trials.jsonl         a line when each trial starts and when it ends (the resume journal)
       baseline.json        the baseline's config and result, once its stage is done
       screen.json, predictions.json   strategy 'screen': timings and predicted times
+      measured.json        the answer trained as it is handed over (orchestrator/measure.py)
       mlflow-outbox.jsonl  every tracking step, so a driver death loses no MLflow record
       leaderboard.csv, pareto.csv, pareto.png, best_config.json   the results
+      economics.json       the speedup, its cost and its payback (orchestrator/economics.py)
       error.log            the full traceback of a stage that failed
-      run_trial_*/         Ray Tune's per-trial folders (result.json); train/ Ray Train's
+      ray/                 Ray's own files: Tune's experiment state and per-trial folders
+                           (run_trial_*/result.json), Ray Train's checkpoints (ray/train/)
 
 Everything a resume reads here is JSON: nothing in a search folder is unpickled.
 """
@@ -70,13 +73,26 @@ class SearchFolder:
         return self.root / "predictions.json"
 
     @property
+    def measured(self) -> Path:
+        return self.root / "measured.json"
+
+    @property
+    def economics(self) -> Path:
+        return self.root / "economics.json"
+
+    @property
+    def ray(self) -> Path:
+        """Ray Tune's and Ray Train's own files: none of them is read back by a resume."""
+        return self.root / "ray"
+
+    @property
     def error_log(self) -> Path:
         return self.root / "error.log"
 
     @property
     def train_storage(self) -> Path:
         """Ray Train's storage for worker-group trials (checkpoints)."""
-        return self.root / "train"
+        return self.ray / "train"
 
     def read_state(self) -> dict[str, Any]:
         return json.loads(self.state.read_text()) if self.state.exists() else {}
@@ -102,7 +118,7 @@ class SearchFolder:
         history."""
         self.root.mkdir(parents=True, exist_ok=True)
         for path in (self.journal, self.outbox, self.state, self.baseline, self.error_log,
-                     self.screen, self.predictions):
+                     self.screen, self.predictions, self.measured, self.economics):
             path.unlink(missing_ok=True)
 
 

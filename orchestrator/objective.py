@@ -12,6 +12,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from orchestrator.curves import first_at
+from trainables.loop.state import validated
 from trainables.status import FAILED_STATUSES
 
 ACCURACY, TIME = "val_score", "train_time_s"
@@ -137,11 +139,13 @@ class TimeToTargetObjective:
         if metrics.get("status") in FAILED_STATUSES:
             return {**metrics, "objective": FAILED_SCORE, "time_to_target_s": math.nan}
         state = {} if state is None else state
-        if "reached_at" not in state and float(metrics[ACCURACY]) >= self.target:
-            state["reached_at"] = float(metrics[TIME])
-        best = max(state.get("best", 0.0), float(metrics[ACCURACY]))
-        state["best"] = best
-        reached = state.get("reached_at")
+        curve = state.setdefault("curve", [])
+        if validated(metrics):  # an epoch that skipped validation is no point of its curve
+            curve.append([metrics.get("epoch", len(curve) + 1), float(metrics[ACCURACY]),
+                          float(metrics[TIME])])
+        best = max([0.0] + [s for _, s, _ in curve])
+        point = first_at(curve, self.target)
+        reached = point.seconds if point is not None else None
         value = -reached if reached is not None else _MISSED + 1000 * best
         return {**metrics, **_time_columns(metrics, self.full_epochs, self.baseline_s,
                                          reached if reached is not None else math.nan),

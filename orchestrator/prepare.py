@@ -14,7 +14,7 @@ from typing import Any, TextIO
 
 from orchestrator import resources
 from orchestrator.errors import InputError
-from orchestrator.knowledge import cpu_model
+from orchestrator.machine import cpu_model
 from orchestrator.spec import SearchSpec
 from search_spaces import SpaceContext, check_space, domain_values, resolve_space
 from search_spaces.inputs import check_inputs, default_patch

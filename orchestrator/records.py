@@ -8,6 +8,7 @@ status does on resume is its `OnResume` trait (trainables/status.py), never a re
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -28,7 +29,10 @@ class Role(StrEnum):
     """What the user runs today, run first and outside `num_trials` (orchestrator/baseline.py)."""
     EARLIER = "earlier"
     """A result an earlier search on the same workload and data confirmed, reused, not run
-    again (orchestrator/knowledge.py)."""
+    again (orchestrator/screen/knowledge.py)."""
+    MEASURED = "measured"
+    """The found configuration trained as it is handed over (best_config.json), to its end:
+    the run the speedup is measured on (orchestrator/measure.py)."""
 
 
 @dataclass
@@ -49,11 +53,13 @@ class TrialRecord:
     """[epoch, val_score, train_time_s] of every epoch reported: the learning curve."""
     noise: list[list[float]] = field(default_factory=list)
     """[epoch, gradient noise scale] where it was measured (the baseline's, for predictions)."""
+    noise_s: float = 0.0
+    """Seconds spent measuring the noise scale, outside its clock (the search's, not the run's)."""
     losses: list[list[float]] = field(default_factory=list)
     """[epoch, training loss] of every epoch reported (the baseline's: where a confirmation may
     skip validating, orchestrator/stopper.validation_gate)."""
     prediction: dict[str, Any] | None = None
-    """What the predict stage expected of this trial (orchestrator/predict.py), if it led to it."""
+    """What the predict stage expected of this trial (orchestrator/screen/predict.py), if it led to it."""
     short_by: float | None = None
     """How far it fell short where it learned too little: its gap to the baseline's learning
     curve when the stopper cut it, or to the target after all its epochs (the stopper's
@@ -70,6 +76,18 @@ class TrialRecord:
     @property
     def wall_s(self) -> float | None:
         return None if self.ended is None else self.ended - self.started
+
+    @property
+    def time_to_target_s(self) -> float | None:
+        """Training time to the first validated epoch at the target; None if it never got
+        there (or it had no target)."""
+        value = self.metrics.get("time_to_target_s")
+        return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else None
+
+    @property
+    def reached(self) -> bool:
+        """Whether it reached the target."""
+        return self.time_to_target_s is not None
 
     @property
     def fixed_cost_s(self) -> float | None:

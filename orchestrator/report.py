@@ -1,10 +1,11 @@
-"""What a search with a baseline adds to its result: the baseline's leaderboard row, and the
-economics: how much faster the best configuration is, what the search cost in baseline runs,
-after how many runs it pays back, and how close the predictions of the confirmed configurations
-came to what they measured.
+"""What a search with a baseline adds to its result: the baseline's leaderboard row, the
+confirmed trials' predicted against measured times, and, for a search without a target, the
+projected economics: how much faster the best trial's projected full run is, what the search
+cost in baseline runs, after how many runs it pays back (with a target: orchestrator/
+economics.py).
 
     cost (baseline runs) = the search's wall time, the baseline's own run excluded
-                           / the baseline's training time to its score S
+                           / the baseline's training time
     payback (runs)       = that cost / the training time the best saves per run
 """
 
@@ -49,9 +50,13 @@ def prediction_errors(table: pd.DataFrame) -> list[dict]:
             for _, r in rows.iterrows()]
 
 
-def economics(best: dict | None, record: dict | None, baseline_s: float | None,
-              search_cost_s: float, errors: list[dict]) -> tuple[list[str], dict[str, float]]:
-    """The summary's lines and the parent run's metrics; nothing without a baseline."""
+def projected_economics(best: dict | None, record: dict | None, baseline_s: float | None,
+                        search_cost_s: float, errors: list[dict] = ()
+                        ) -> tuple[list[str], dict[str, float]]:
+    """Without a target (objectives weighted, pareto): the best trial's projected full run
+    against the baseline's, the summary's lines and the parent run's metrics; nothing without
+    a baseline. A search with a target states its economics by their one definition instead
+    (orchestrator/economics.py)."""
     if record is None or not baseline_s:
         return [], {}
     metrics = {"search_cost_s": search_cost_s,

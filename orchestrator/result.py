@@ -59,6 +59,31 @@ def trials_table(records: list[TrialRecord], knobs: list[str]) -> pd.DataFrame:
 TASK_METRICS = ["val_dice", "val_iou", "activation_mb"]
 
 
+# The console table's width: a terminal's, and what the README's example shows.
+WIDTH = 120
+# Compact columns after the knobs, and their short names.
+COMPACT = {"planned_epochs": "epochs", "val_score": "score", "time_to_target_s": "to_target_s",
+           "train_time_s": "train_s", "speedup_vs_baseline": "speedup",
+           "predicted_time_to_target_s": "predicted_s"}
+
+
+def compact(trials: pd.DataFrame, knobs: list[str]) -> str:
+    """The leaderboard in at most WIDTH columns: only the knobs whose values differ between
+    rows, and the measures that decide (time to the target where there is one, else training
+    time). Knob columns that still do not fit are left to the wide table and the CSV."""
+    varied = [k for k in knobs if k in trials and trials[k].astype(str).nunique() > 1]
+    measures = [c for c in COMPACT if c in trials and trials[c].notna().any()]
+    if "time_to_target_s" in measures:
+        measures.remove("train_time_s")
+    while True:
+        cols = ["rank", "trial_id", "status", *varied, *measures, "role"]
+        table = trials[[c for c in cols if c in trials]].rename(columns=COMPACT)
+        text = table.to_string(index=False, na_rep="-", float_format=lambda v: f"{v:,.4g}")
+        if max(map(len, text.splitlines())) <= WIDTH or not varied:
+            return text
+        varied = varied[:-1]
+
+
 def task_columns(table: pd.DataFrame) -> list[str]:
     if "val_dice" not in table.columns:
         return []
@@ -90,17 +115,24 @@ class SearchResult:
     """The baseline trial's record (orchestrator/baseline.py), or None without one."""
     notes: list[str] = field(default_factory=list)
     """Lines printed after the leaderboard: knob importance, speedup, payback."""
+    economics: dict[str, Any] | None = None
+    """economics.json (orchestrator/economics.py), for a search with a target and a baseline."""
 
-    def leaderboard(self, knobs: list[str] | None = None) -> str:
+    def leaderboard(self, knobs: list[str] | None = None, wide: bool = False) -> str:
+        """The table as text: every column with `wide` (as leaderboard.csv holds it), else
+        what fits a terminal (`WIDTH`): the knobs that vary, status, score, time to the target
+        (or training time), speedup and prediction."""
         if self.trials.empty:
             return "(no trials ran)"
-        knobs = (self.knobs if knobs is None else knobs) + task_columns(self.trials)
-        picks = [c for c in self.trials.columns if c.startswith(PICK_PREFIX)]
-        cols = ["rank", "trial_id", "status"] + (self.knobs if knobs is None else knobs) \
-            + picks + ["planned_epochs"] + LEADERBOARD_METRICS + ["pareto", "role"]
-        table = self.trials[[c for c in cols if c in self.trials.columns]].copy()
-        table = table.dropna(axis=1, how="all")  # e.g. speedup_vs_baseline without a baseline
-        return table.to_string(index=False, float_format=lambda v: f"{v:,.4g}")
+        knobs = self.knobs if knobs is None else knobs
+        if wide:
+            picks = [c for c in self.trials.columns if c.startswith(PICK_PREFIX)]
+            cols = ["rank", "trial_id", "status"] + knobs + task_columns(self.trials) + picks \
+                + ["planned_epochs"] + LEADERBOARD_METRICS + ["pareto", "role"]
+            table = self.trials[[c for c in cols if c in self.trials.columns]]
+            table = table.dropna(axis=1, how="all")  # e.g. speedup without a baseline
+            return table.to_string(index=False, float_format=lambda v: f"{v:,.4g}")
+        return compact(self.trials, knobs)
 
     def mlflow_ui_command(self) -> str:
         uri = self.tracking_uri

@@ -62,7 +62,7 @@ class SearchSpec:
     """How configurations are found: 'tune' (Optuna proposes `num_trials` configurations and
     each trains, Ray Tune) or 'screen' (every combination of the space's choices is timed for a
     few steps, its time to the baseline's accuracy is predicted, and at most `num_trials` of
-    the fastest predicted are trained to it: match_baseline only; orchestrator/predict.py)."""
+    the fastest predicted are trained to it: match_baseline only; orchestrator/screen/)."""
     num_trials: int = field(default=8, metadata={"flag": "--trials"})
     """Trials to run (the search may stop earlier on `time_budget_s`). Under strategy 'screen'
     the configurations confirmed for this accuracy, earlier searches' on the same workload and
@@ -88,6 +88,10 @@ class SearchSpec:
     run them today), 'none', or the path of a baseline measured before (an earlier search's
     `baseline.json`: compared with, not run again). Default: 'seeds' for built-in workloads,
     'base' for your model."""
+    rerun_baseline: bool = False
+    """Train the baseline again even where an earlier screen search of the same model, data,
+    settings and length recorded it on this machine kind (by default that one is reused: the
+    same target, no second run)."""
     tolerance: float = 0.005
     """match_baseline objective: accuracy that may be given up against the baseline's score."""
     full_epochs: int | None = None

@@ -7,7 +7,7 @@ without reaching it can no longer be faster than the baseline: it is cut there. 
 whose training time passes the fastest time to the target another trial reached: it is cut too. Trials can then
 be planned as long as the baseline's run (so that they can reach its score at all) at the cost
 of only the epochs that decide them. A trial whose twin (the same run at another precision or
-speed switches, orchestrator/twins.py) is decided is cut as soon as its own pace, measured over
+speed switches, orchestrator/evidence.py) is decided is cut as soon as its own pace, measured over
 its epochs after the first, shows it cannot reach the target before the fastest time.
 """
 
@@ -17,8 +17,8 @@ import math
 
 from ray.tune import Stopper
 
-from orchestrator.predict import first_epoch_at
-from orchestrator.twins import TwinEpochs
+from orchestrator.curves import first_at
+from orchestrator.evidence import Evidence
 from trainables.loop.state import validated
 from trainables.status import TrialStatus
 
@@ -62,8 +62,9 @@ def validation_gate(baseline: dict, target: float) -> dict:
     that cannot decide it: none before its training loss comes near the baseline's where the
     baseline first reached `target`. Empty (validate every epoch) for a baseline that never
     reached it, or whose losses were not recorded."""
-    reached = first_epoch_at(baseline.get("curve") or [], target)
-    loss = dict((int(e), v) for e, v in baseline.get("losses") or []).get(reached)
+    reached = first_at(baseline.get("curve") or [], target)
+    losses = dict((int(e), v) for e, v in baseline.get("losses") or [])
+    loss = losses.get(reached.epoch) if reached else None
     if not _finite(loss) or loss <= 0:
         return {}
     return {"val_skip_above_loss": GATE_MARGIN * loss, "val_skip_until": LAG_FROM}
@@ -76,29 +77,20 @@ def _finite(value) -> bool:
 class TargetStopper(Stopper):
     """Stops a trial once it reached the objective's target (`early_stopped`), or, with a
     baseline, once its training time passes the baseline's without reaching it (`pruned`).
-    `stopped` maps trial id -> (status, reason): the trial book and the searcher read it."""
+    What it decides goes to the search's `Evidence` (reached, missed, stopped, twins), which
+    the trial book and the searcher read."""
 
-    def __init__(self, objective, curve: list[list[float]] | None = None):
+    def __init__(self, objective, evidence: Evidence | None = None,
+                 curve: list[list[float]] | None = None):
         """curve: the baseline's learning curve ([epoch, score, time] of its `len(curve)`
         epochs), to cut a trial that falls behind it (`LAG`), or None."""
         self.objective = objective
-        self.stopped: dict[str, tuple[TrialStatus, str]] = {}
-        self.best_s: float | None = None
-        """The fastest time to the target a trial has reached: no trial slower than it can win."""
+        self.evidence = evidence if evidence is not None else Evidence()
         # Its best score so far at each point of its schedule (a monotone envelope: one bad
         # validation must not lower the bar).
         self.curve = [(e / len(curve), max(s for _, s, _ in curve[:i + 1]))
                       for i, (e, _, _) in enumerate(curve)] if curve else []
-        self.reached: dict[str, float] = {}
-        """Trials that reached the target, and their training time to it."""
-        self.behind: dict[str, float] = {}
-        """Trials that cannot reach the target as they learn, and by how much they fell short:
-        cut for falling behind the baseline's learning curve (the gap to it), or ended below
-        the target after all their epochs (the gap to the target)."""
         self._best_score: dict[str, float] = {}
-        self.twins = TwinEpochs()
-        """What decided trials say about the epochs their twins need (`orchestrator/twins.py`);
-        also taught by the trials of earlier searches and of a resumed one."""
         self._first: dict[str, tuple[int, float]] = {}  # trial -> (epoch, training time) first seen
 
     def __call__(self, trial_id: str, result: dict) -> bool:
@@ -107,44 +99,46 @@ class TargetStopper(Stopper):
         if (stop or not running) and isinstance(result.get("config"), dict) \
                 and result.get("epoch"):
             # Decided: what it reached, or did not by this epoch, tells its twins.
-            self.twins.learn(result["config"], int(result["epoch"]),
-                             _finite(result.get("time_to_target_s")))
+            self.evidence.learn_twin(result["config"], int(result["epoch"]),
+                                     _finite(result.get("time_to_target_s")))
         return stop
+
+    def _stop(self, trial_id: str, status: TrialStatus, reason: str) -> bool:
+        self.evidence.stopped(trial_id, status, reason)
+        return True
 
     def _decide(self, trial_id: str, result: dict) -> bool:
         target = getattr(self.objective, "target", None)
         reached = result.get("time_to_target_s")
+        config = result.get("config") if isinstance(result.get("config"), dict) else None
         if _finite(reached):  # (also at its last epoch, where it ends by itself)
-            self.best_s = min(self.best_s if self.best_s is not None else math.inf, reached)
-            self.reached.setdefault(trial_id, float(reached))
+            self.evidence.reached(trial_id, float(reached), config)
         if result.get("status", TrialStatus.RUNNING) != TrialStatus.RUNNING:
             last = result.get("done") or result.get("epoch") == result.get("epochs_planned")
             if last and not _finite(reached):  # all its epochs, and still below the target
                 best = max(self._best_score.get(trial_id, -math.inf),
                            float(result.get("val_score", -math.inf)))
-                self.behind[trial_id] = target - best if _finite(target) and _finite(best) \
-                    else math.inf
+                self.evidence.missed(trial_id, target - best if _finite(target) and
+                                     _finite(best) else math.inf, config)
             return False  # it ends by itself (done, diverged, infeasible, ...)
         if _finite(reached):
-            self.stopped[trial_id] = (
-                TrialStatus.EARLY_STOPPED,
-                f"reached the target {target:.4f} at epoch {result.get('epoch')}")
-            return True
+            return self._stop(trial_id, TrialStatus.EARLY_STOPPED,
+                              f"reached the target {target:.4f} at epoch {result.get('epoch')}")
         spent = float(result.get("train_time_s", 0.0))
         baseline_s = getattr(self.objective, "baseline_s", None)
         if self.objective.needs_baseline and _finite(baseline_s) and spent >= baseline_s:
-            self.stopped[trial_id] = (
-                TrialStatus.PRUNED,
+            return self._stop(
+                trial_id, TrialStatus.PRUNED,
                 f"slower than the baseline: {spent:.1f}s of training, the baseline took "
                 f"{baseline_s:.1f}s to its score, target {target:.4f} not reached")
-            return True
-        if self.best_s is not None and spent >= self.best_s:
-            self.stopped[trial_id] = (
-                TrialStatus.PRUNED,
+        best_s = self.evidence.best_s
+        if best_s is not None and spent >= best_s:
+            return self._stop(
+                trial_id, TrialStatus.PRUNED,
                 f"slower than the fastest trial: {spent:.1f}s of training, another reached the "
-                f"target {target:.4f} in {self.best_s:.1f}s")
-            return True
-        return self._twin_slower(trial_id, result, spent) or self._behind(trial_id, result)
+                f"target {target:.4f} in {best_s:.1f}s")
+        return self._twin_slower(trial_id, result, spent) or \
+            self._behind(trial_id, result, config)
 
     def _twin_slower(self, trial_id: str, result: dict, spent: float) -> bool:
         """Cut a trial whose decided twin says it reaches the target no sooner than epoch E,
@@ -153,8 +147,8 @@ class TargetStopper(Stopper):
         (or, under match_baseline, than the baseline's)."""
         epoch = int(result.get("epoch") or 0)
         first = self._first.setdefault(trial_id, (epoch, spent))
-        twin = self.twins.earliest(result.get("config") or {})
-        bars = [b for b in (self.best_s, getattr(self.objective, "baseline_s", None)
+        twin = self.evidence.twin_epoch(result.get("config") or {})
+        bars = [b for b in (self.evidence.best_s, getattr(self.objective, "baseline_s", None)
                             if self.objective.needs_baseline else None) if _finite(b)]
         if twin is None or not bars or epoch <= first[0]:
             return False
@@ -163,14 +157,13 @@ class TargetStopper(Stopper):
         projected = spent + max(0, earliest - epoch) * pace
         if projected <= min(bars):
             return False
-        self.stopped[trial_id] = (
-            TrialStatus.PRUNED,
+        return self._stop(
+            trial_id, TrialStatus.PRUNED,
             f"projected slower than the fastest: {why}, so this run reaches it at epoch "
             f"{earliest} at the earliest; at {pace:.2f}s an epoch that is {projected:.1f}s of "
             f"training, against {min(bars):.1f}s")
-        return True
 
-    def _behind(self, trial_id: str, result: dict) -> bool:
+    def _behind(self, trial_id: str, result: dict, config: dict | None) -> bool:
         """Cut a trial whose best score, at a point of its own schedule (epoch / planned epochs,
         from LAG_FROM on: after the warm-up), is further below the baseline's best score at the
         same point of its schedule than `allowed_lag` lets it be: it learns less than the
@@ -187,17 +180,22 @@ class TargetStopper(Stopper):
         expected = _at(self.curve, point)
         if best >= expected - allowed_lag(point, getattr(self.objective, "tolerance", 0.0)):
             return False
-        self.behind[trial_id] = expected - best
-        self.stopped[trial_id] = (
-            TrialStatus.PRUNED,
+        self.evidence.missed(trial_id, expected - best, config)
+        return self._stop(
+            trial_id, TrialStatus.PRUNED,
             f"behind the baseline's learning curve: best {best:.4f} at {point:.0%} of its "
             f"schedule, the baseline had {expected:.4f} there")
-        return True
 
     def stop_all(self) -> bool:
         return False
 
 
-def target_stopper(objective) -> TargetStopper | None:
-    """The stopper for `objective`, or None when its value can change until the last epoch."""
-    return TargetStopper(objective) if objective.stops_at_target else None
+def target_stopper(objective, evidence: Evidence | None = None, baseline: dict | None = None
+                   ) -> TargetStopper | None:
+    """The stopper for `objective`, or None when its value can change until the last epoch.
+    Under match_baseline it also cuts a trial that falls behind the baseline's learning curve,
+    whichever strategy runs it: a reference search is cut as the screen's confirmations are."""
+    if not objective.stops_at_target:
+        return None
+    curve = (baseline or {}).get("curve") if objective.needs_baseline else None
+    return TargetStopper(objective, evidence, curve=curve)

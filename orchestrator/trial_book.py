@@ -18,9 +18,11 @@ from typing import Any, TextIO
 from ray.tune import Callback
 
 from orchestrator import jsonl
+from orchestrator.evidence import Evidence
 from orchestrator.records import Role, TrialRecord, numeric_metrics, picks_of, plain, read_journal
 from orchestrator.tracking import Tracker
 from trainables.config import TrialConfig
+from trainables.identity import config_key, ledger_key
 from trainables.loop.profile import PICK_PREFIX, START_STEP
 from trainables.loop.state import validated
 from trainables.status import REPEATABLE, TrialStatus, is_out_of_memory_text
@@ -39,14 +41,6 @@ def _error_reason(trial) -> str:
     return str(getattr(trial, "error_msg", None) or "trial raised an error")
 
 
-def config_key(knobs: dict[str, Any]) -> str:
-    """Knobs as one canonical string (numpy scalars as their values)."""
-    import json
-
-    return json.dumps({k: plain(v) if hasattr(v, "item") else v for k, v in knobs.items()},
-                      sort_keys=True, default=str)
-
-
 def prediction_metrics(rec: TrialRecord) -> dict[str, float]:
     """A predicted trial's expectation beside what it measured: `prediction_error` is
     (predicted - measured) / measured time to the target, when it reached it.
@@ -54,18 +48,17 @@ def prediction_metrics(rec: TrialRecord) -> dict[str, float]:
     (`predicted_at_start_s`: its own step, timed in its process before training, in place of
     the screen's): what is left of the error once the screen's reading of the machine is not,
     the drift during the run and the epochs. One-worker trials only (the start's timing has no
-    all-reduce, the screen's has)."""
-    if not rec.prediction:
+    all-reduce, the screen's has). `rec.prediction` is a Prediction's fields
+    (orchestrator/screen/predict.py), as the journal keeps them."""
+    p = rec.prediction
+    if not p:
         return {}
-    from orchestrator.predict import Prediction
-
-    prediction = Prediction(**rec.prediction)
-    out = {"predicted_time_to_target_s": prediction.predicted_time_s,
-           "predicted_epochs": float(prediction.predicted_epochs)}
-    start = rec.metrics.get(START_STEP)
-    if _positive(start) and prediction.steps_to_target and \
-            int(prediction.config.get("workers", 1)) == 1:
-        out["predicted_at_start_s"] = prediction.at_step(float(start))
+    out = {"predicted_time_to_target_s": p["predicted_time_s"],
+           "predicted_epochs": float(p["predicted_epochs"])}
+    start, steps = rec.metrics.get(START_STEP), p.get("steps_to_target") or 0
+    if _positive(start) and steps and int(p["config"].get("workers", 1)) == 1:
+        # Had the screen timed this step: the same steps to the target at the start's pace.
+        out["predicted_at_start_s"] = p["predicted_time_s"] + steps * (start - p["step_s"])
     measured = rec.metrics.get("time_to_target_s")
     if _positive(measured):
         out["prediction_error"] = (out["predicted_time_to_target_s"] - measured) / measured
@@ -89,7 +82,8 @@ class TrialBook(Callback):
     seed, part of its key)."""
 
     def __init__(self, tracker: Tracker, out: TextIO = sys.stdout, journal: Path | None = None,
-                 base: dict | None = None, ledger: Any = None, seed: int = 0):
+                 base: dict | None = None, ledger: Any = None, seed: int = 0,
+                 evidence: Evidence | None = None):
         self.tracker = tracker
         self.ledger = ledger
         self.seed = seed
@@ -100,9 +94,8 @@ class TrialBook(Callback):
         # What the current stage runs (`begin`).
         self.role, self.planned, self.epochs, self.stage_base = Role.TRIAL, 0, 0, self.base
         self.predictions: dict[str, dict] = {}
-        # What the current stage's stopper decided (`follow`).
-        self.stop_reasons: dict[str, tuple[TrialStatus, str]] = {}
-        self.shortfalls: dict[str, float] = {}
+        # What decided each trial, and how far one fell short (the stoppers write it).
+        self.evidence = evidence if evidence is not None else Evidence()
         self.stopping = False  # a signal asked the search to stop: open trials are interrupted
         for rec in self.records.values():  # a resumed search's finished trials count as run
             self._tell_ledger(rec)
@@ -115,13 +108,6 @@ class TrialBook(Callback):
         self.role, self.planned, self.epochs = role, planned, epochs
         self.stage_base = self.base if base is None else base
         self.predictions = predictions or {}
-
-    def follow(self, stopper) -> None:
-        """Record what `stopper` (orchestrator/stopper.py; None: the stage has none) decides:
-        the status and reason of each trial it ends, and how far a trial fell short of the
-        baseline's curve or the target (its `behind`), journalled as the trial's `short_by`."""
-        self.stop_reasons = stopper.stopped if stopper else {}
-        self.shortfalls = stopper.behind if stopper else {}
 
     def finished(self, role: Role) -> list[TrialRecord]:
         """Finished trials of `role`, in the order they started."""
@@ -187,7 +173,7 @@ class TrialBook(Callback):
         knobs = " ".join(f"{k}={v}" for k, v in rec.knobs.items())
         self._print(f"{self._label(rec)} start  {knobs}".rstrip())
         self._write(rec)  # before MLflow hears of it: a resume must know every run it may find
-        tags = {} if rec.role == Role.TRIAL else {"baseline": "true"}
+        tags = {"baseline": "true"} if rec.role == Role.BASELINE else {}
         self.tracker.start_trial(rec.trial_id, rec.knobs, config=self._config(rec.knobs),
                                  role=rec.role, tags=tags)
 
@@ -211,6 +197,7 @@ class TrialBook(Callback):
             rec.losses.append([rec.epochs, m["train_loss"]])
         if "noise_scale" in m:
             rec.noise.append([rec.epochs, m["noise_scale"]])
+            rec.noise_s += m.get("noise_s", 0.0)
         name = "dice" if "val_dice" in m else "acc"  # what val_score is for this task
         score = f"{name} {m.get('val_score', 0):.3f}" if own else "not validated"
         planned = rec.knobs.get("epochs", self.epochs)  # a confirmation plans its own length
@@ -233,7 +220,8 @@ class TrialBook(Callback):
     def _finish(self, trial_id: str, status: TrialStatus, reason: str | None) -> None:
         rec = self.records[trial_id]
         rec.ended, rec.status, rec.reason = time.time(), status, reason
-        rec.short_by = self.shortfalls.get(trial_id, rec.short_by)
+        short_by = self.evidence.shortfall(trial_id)
+        rec.short_by = short_by if short_by is not None else rec.short_by
         if status == TrialStatus.DUPLICATE:  # its timings are the first trial's
             for key in _OWN_RUN:
                 rec.metrics.pop(key, None)
@@ -261,9 +249,8 @@ class TrialBook(Callback):
         # A trial that ends while still 'running' was stopped by a stopper, the scheduler or
         # the budget.
         if status == TrialStatus.RUNNING:
-            status, reason = self.stop_reasons.get(
-                trial.trial_id, (TrialStatus.PRUNED,
-                                 "stopped early by the search (scheduler or time budget)"))
+            status, reason = self.evidence.decision(trial.trial_id) or (
+                TrialStatus.PRUNED, "stopped early by the search (scheduler or time budget)")
         self._finish(trial.trial_id, status, reason)
 
     def on_trial_error(self, iteration, trials, trial, **info):
@@ -310,8 +297,6 @@ class TrialBook(Callback):
         if self.ledger is None or rec.role != Role.TRIAL or rec.status == TrialStatus.DUPLICATE:
             return
         import ray
-
-        from trainables.trial.ledger import ledger_key
 
         key = ledger_key(rec.knobs, self.seed)
         if rec.status in REPEATABLE:

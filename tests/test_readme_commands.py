@@ -109,6 +109,8 @@ COMMANDS: dict[str, str] = {
     "--placement": "options",
     "--profile": "options",
     "--rerun-duplicates": "own_match",
+    "--rerun-baseline": "screen",
+    "--wide": "own_match",
     "--set patch_size=64": BAD_INPUT,
     "--set precision=fp16-mixed": BAD_INPUT,
     "--set workload=": BAD_INPUT,
@@ -201,7 +203,7 @@ RUNS: dict[str, list[str]] = {
                   "--data", "{npz}", "--space", "small", "--set", "batch_size=64",
                   "--set", "width=0.5", "--baseline", "base", "--objective", "match_baseline",
                   "--tolerance", "0.05", "--full-epochs", "1", "--lr-scaling", "sqrt",
-                  "--rerun-duplicates", "--profile", "on", *TINY],
+                  "--rerun-duplicates", "--profile", "on", "--wide", *TINY],
     "check": ["search", "--check", "--data", "{npz}", "--name", "check", *TINY],
     # docs/screen.md: strategy screen with the seeds baseline at a fixed length (2 epochs
     # here): screen 4 combinations (and switch variants), predict, confirm at most 3. (One is
@@ -210,7 +212,8 @@ RUNS: dict[str, list[str]] = {
     "screen": ["search", "--name", "screen", "--data", "{npz}", "--space", "small",
                "--set", "patch_size=12", "--strategy", "screen", "--objective",
                "match_baseline", "--full-epochs", "2", "--epochs", "2", "--tolerance", "0.05",
-               "--baseline", "seeds", "--trials", "3", "--cpus-per-trial", "1"],
+               "--baseline", "seeds", "--rerun-baseline", "--trials", "3",
+               "--cpus-per-trial", "1"],
 }
 FOLDERS = {"tune": "default", "spec": "wider-search"}  # else the run's --name
 

@@ -42,23 +42,6 @@ def samples_per_step(config: dict[str, Any]) -> int:
     return int(config.get("batch_size", 1)) * int(config.get("accum_steps", 1))
 
 
-def training_of(config: dict[str, Any]) -> dict[str, Any]:
-    """What `config` trains, its speed-only switches aside: configurations equal here train the
-    same run (the same weights, epoch for epoch), only at other speeds."""
-    return {k: v for k, v in config.items() if k not in SPEED_ONLY}
-
-
-def model_of(config: dict[str, Any]) -> dict[str, Any]:
-    """The model `config` trains: its learning knobs, precision aside (width, patch, lr, ...)."""
-    return {k: v for k, v in learning_knobs(config).items() if k != "precision"}
-
-
-def learning_knobs(config: dict[str, Any]) -> dict[str, Any]:
-    """The settings of `config` that decide what is learned (its length, `epochs`, aside)."""
-    return {k: v for k, v in config.items()
-            if k not in SPEED_ONLY and k not in STATISTICAL and k != "epochs"}
-
-
 @dataclass(kw_only=True)
 class TrialConfig:
     # ---- workload -------------------------------------------------------------------------------

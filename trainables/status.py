@@ -1,8 +1,8 @@
 """Trial statuses: the one home of every word a trial can end with, and of what each means.
 
 `STATUS_TABLE` gives every status its Optuna state, its MLflow run status, whether it is
-rankable, and what a resume does with it; the live searcher (orchestrator/searcher.py), the
-resumed study (orchestrator/history.py), the MLflow writer, the leaderboard and the journal all
+rankable, and what a resume does with it; the live searcher (orchestrator/tune/searcher.py), the
+resumed study (orchestrator/tune/history.py), the MLflow writer, the leaderboard and the journal all
 read it, so a live search and a resume cannot disagree.
 
 A status is a `str` enum so that it compares equal to its word (what Tune results, the trial

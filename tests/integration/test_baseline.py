@@ -63,6 +63,9 @@ def test_seeds_baseline_then_match_baseline_search(ray_session, tmp_path):
                 assert row["train_time_s"] >= base["train_time_s"]
             elif row["reason"].startswith("slower than the fastest trial"):
                 assert row["train_time_s"] >= fastest
+            elif row["reason"].startswith("behind the baseline's learning curve"):
+                # cut as the screen's confirmations are: the reference is measured alike
+                assert row["epochs"] >= 1
             else:  # its twin (the other precision) is decided: its own pace projects past it
                 assert row["reason"].startswith("projected slower than the fastest"), row["reason"]
     ranked = trials[trials["status"].isin(["completed", "early_stopped"])]["objective"].tolist()
@@ -70,12 +73,18 @@ def test_seeds_baseline_then_match_baseline_search(ray_session, tmp_path):
     assert f"{base['val_score']:.4f} - 0.05" in result.objective_formula
     assert "role" in pd.read_csv(result.leaderboard_path).columns
 
-    # The summary says how the best compares; MLflow marks the baseline's runs.
+    # The summary says how the answer, trained as handed over, compares (economics.json);
+    # MLflow marks the baseline's runs.
     printed = io.StringIO()
     print_summary(result, out=printed)
-    assert ("x faster than baseline" in printed.getvalue()) or \
-        ("did not reach the baseline" in printed.getvalue())
-    assert result.best["val_score"] >= target or "did not reach" in printed.getvalue()
+    economics = result.economics
+    assert economics is not None and economics["target"] == pytest.approx(target)
+    if economics["speedup"] is not None:
+        assert "speedup" in printed.getvalue()
+        assert economics["speedup"] == pytest.approx(base["train_time_s"] /
+                                                     economics["found_s"])
+    else:
+        assert "nothing reached the baseline's score" in printed.getvalue()
     client = MlflowClient(spec.tracking_uri)
     exp = client.get_experiment_by_name("it-headline")
     runs = client.search_runs([exp.experiment_id])

@@ -29,7 +29,7 @@ def test_search_trains_with_the_profiles_picks_and_records_them(ray_session, tmp
     pick = bool(row["pick.channels_last"])
     assert result.best_config["channels_last"] is pick  # what the trial trained with
     assert row["profile_s"] > 0 and row["train_time_s"] > 0
-    assert "pick.channels_last" in result.leaderboard()
+    assert "pick.channels_last" in result.leaderboard(wide=True)
     client = MlflowClient(spec.tracking_uri)
     exp = client.get_experiment_by_name("it-profile")
     child = [r for r in client.search_runs([exp.experiment_id])

@@ -20,9 +20,9 @@ from mlflow.tracking import MlflowClient
 from orchestrator import SearchSpec, run_search
 from orchestrator import jsonl
 from orchestrator.interrupt import SearchInterrupted
-from orchestrator.knowledge import CONFIRM
+from orchestrator.screen.knowledge import CONFIRM
 from orchestrator.records import Role, read_journal
-from orchestrator.screening import ROUNDS
+from orchestrator.screen.screening import ROUNDS
 from orchestrator.stopper import validation_gate
 
 pytestmark = pytest.mark.integration
@@ -75,8 +75,11 @@ def test_screen_predict_confirm_then_a_second_search_starts_from_the_first(
     assert [e for e, _ in first.baseline["noise"]] and first.baseline["epochs"] == 4
     # The screen timed every combination (and a switch for the fastest); what cannot run was
     # found there and never got a trial.
-    screened = json.loads((folder / "screen.json").read_text())
+    saved = json.loads((folder / "screen.json").read_text())
+    screened = saved["results"]
     assert len(screened) >= 6
+    # The baseline's own settings in the optimized loop, timed beside them.
+    assert saved["loop_alone"]["config"]["loop"] == "optimized"
     big = [r for r in screened if r["config"]["batch_size"] == 64]
     assert big and {r["status"] for r in big} == {"infeasible"}
     assert all("out of memory" in r["reason"] for r in big)

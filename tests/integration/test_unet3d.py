@@ -51,7 +51,7 @@ def test_both_trials_complete_with_dice_and_iou(search):
         assert 0 < row["val_dice"] <= 1 and 0 < row["val_iou"] <= row["val_dice"]
         assert row["val_score"] == row["val_dice"]
         assert row["activation_mb"] > 0
-    assert "val_dice" in result.leaderboard()
+    assert "val_dice" in result.leaderboard(wide=True)
 
 
 def test_every_epoch_was_checkpointed(search):

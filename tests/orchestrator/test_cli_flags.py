@@ -22,11 +22,13 @@ from trainables.config import LR_SCALINGS
 # Every option of `orchestrator search`. Adding a SearchSpec field adds its flag here too: the
 # README and the docs promise these spellings.
 SEARCH_FLAGS = {
-    "--spec", "--check", "--lr-scaling",  # not fields: a file, a mode, a --set shortcut
+    "--spec", "--check", "--wide", "--lr-scaling",  # not fields: a file, two modes, a --set
+    # shortcut
     "--name", "--workload", "--model", "--data", "--space", "--set", "--epochs", "--strategy",
     "--trials",
     "--time-budget", "--objective", "--time-weight", "--reference-time", "--target",
-    "--baseline", "--tolerance", "--full-epochs", "--seed", "--early-stopping",
+    "--baseline", "--rerun-baseline", "--tolerance", "--full-epochs", "--seed",
+    "--early-stopping",
     "--grace-period", "--reduction-factor", "--warm-start", "--cpus-per-trial",
     "--max-concurrent", "--always-use-worker-group", "--output-dir", "--tracking-uri",
     "--spatial-dims", "--placement", "--profile", "--rerun-duplicates",

@@ -14,7 +14,7 @@ from orchestrator.baseline import (SEEDS_BEFORE, baseline_config, baseline_epoch
 from orchestrator.cli import build_parser, spec_from_args
 from orchestrator.importance import importance_lines, knob_importance
 from orchestrator.objective import make_objective, projected_time
-from orchestrator.report import add_baseline_row, economics
+from orchestrator.report import add_baseline_row, projected_economics
 from trainables.config import TrialConfig
 from trainables.loop.lr import lr_factor, scaled_lr, schedule_multiplier
 
@@ -118,12 +118,17 @@ def test_a_recorded_baseline_is_compared_with_not_run_again(tiny_npz, tmp_path):
     def must_not_run(*args, **kwargs):
         raise AssertionError("a recorded baseline ran again")
 
+    from orchestrator.prepare import load_data, prepare
+    from orchestrator.tracking import NullTracker
+
     out = io.StringIO()
-    search = Search(spec, out=out)  # its baseline stage alone: no Ray, no trial
+    search = Search(spec, out=out, tracker=NullTracker())  # its baseline stage: no Ray
+    search.uses_ray = False  # (no duplicate ledger to start)
+    search.ctx = search._context(prepare(spec, load_data(spec), 2, 0))
     search._train_baseline = must_not_run
     search.folder.root.mkdir(parents=True)
     search.run_baseline()
-    assert search.baseline == record
+    assert search.ctx.baseline == record
     # Kept with the search, so a resume reads it back.
     assert json.loads(search.folder.baseline.read_text()) == record
     assert "recorded in" in out.getvalue()
@@ -189,12 +194,12 @@ def test_headline_and_payback_lines():
     record = {"val_score": 0.915, "train_time_s": 100.0, "full_run_s": 100.0,
               "trial_id": "base", "status": "completed", "config": {"width": 1.0}}
     best = {"val_score": 0.912, "speedup_vs_baseline": 4.0}
-    lines, _ = economics(best, record, 100.0, search_cost_s=300, errors=[])
+    lines, _ = projected_economics(best, record, 100.0, search_cost_s=300)
     assert lines[0] == "best: 4.00x faster than baseline (0.912 vs 0.915)"
     assert "3.0 baseline runs" in lines[1]
     assert "after 4.0 runs" in lines[2]  # 300 s / (100 - 25) s saved per run
-    missed, _ = economics({"val_score": 0.8, "speedup_vs_baseline": math.nan}, record, 100.0,
-                          300, [])
+    missed, _ = projected_economics({"val_score": 0.8, "speedup_vs_baseline": math.nan},
+                                    record, 100.0, 300)
     assert "did not reach" in missed[0]
     table = add_baseline_row(_table(3), record, ["width"])
     assert list(table["role"]) == ["trial"] * 3 + ["baseline"]
@@ -216,23 +221,31 @@ def test_a_search_with_no_trial_but_a_baseline_writes_its_results(tmp_path):
     """A second search whose budget earlier searches spent runs no trial: its leaderboard is the
     baseline's row, with no best and an empty front."""
     import io
+    from types import SimpleNamespace
 
     from orchestrator.finish import write_results
     from orchestrator.folder import SearchFolder
     from orchestrator.records import Role
+    from orchestrator.screen import ScreenStrategy
+    from orchestrator.stages import StageContext
     from orchestrator.tracking import NullTracker
     from orchestrator.trial_book import TrialBook
 
-    record = {"val_score": 0.915, "train_time_s": 100.0, "full_run_s": 100.0,
-              "trial_id": "base", "status": "completed", "config": {"width": 1.0}}
+    record = {"val_score": 0.915, "train_time_s": 100.0, "full_run_s": 100.0, "epochs": 10,
+              "trial_id": "base", "status": "completed", "config": {"width": 1.0},
+              "curve": [[10, 0.915, 100.0]]}
     objective = with_baseline(make_objective("match_baseline", tolerance=0.01), record)
     book = TrialBook(NullTracker(), out=io.StringIO())
     book.begin(Role.TRIAL, planned=0, epochs=3)
     folder = SearchFolder(tmp_path / "again")
     folder.root.mkdir()
-    result = write_results(name="again", data_name=None, knobs=["width"], base={}, book=book,
-                           tracker=NullTracker(), objective=objective, folder=folder,
-                           baseline=record, wall_s=1.0, search_cost_s=1.0)
+    ctx = StageContext(spec=SearchSpec(name="again", strategy="screen"),
+                       prepared=SimpleNamespace(searched={"width": None}, base={}), folder=folder,
+                       book=book, tracker=NullTracker(), out=io.StringIO(), fit=None,
+                       objective=objective, baseline=record)
+    result = write_results(ctx, ScreenStrategy(), measured=None, wall_s=1.0, cost_s=1.0)
     assert result.best is None and list(result.trials["role"]) == ["baseline"]
     assert len(folder.pareto_csv.read_text().splitlines()) == 1  # its header: no front
-    assert folder.leaderboard.is_file()
+    assert folder.leaderboard.is_file() and not folder.best_config.is_file()
+    # Its economics: the cost of looking, and no speedup to claim.
+    assert result.economics["speedup"] is None and result.economics["search_cost_s"] == 1.0

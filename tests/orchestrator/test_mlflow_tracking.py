@@ -105,11 +105,17 @@ class Search:
             self.play(trial_id)
 
     def finish(self):
+        from types import SimpleNamespace
+
+        from orchestrator.stages import StageContext
+        from orchestrator.tune import TuneStrategy
+
         wall = time.time() - self.started
-        return write_results(name=self.spec.name, data_name=None, knobs=["width"],
-                             base=self.spec.trial_base(), book=self.book, tracker=self.tracker,
-                             objective=self.objective, folder=SearchFolder(self.out_dir),
-                             baseline=None, wall_s=wall, search_cost_s=wall)
+        ctx = StageContext(spec=self.spec, prepared=SimpleNamespace(
+            searched={"width": None}, base=self.spec.trial_base()),
+            folder=SearchFolder(self.out_dir), book=self.book, tracker=self.tracker,
+            out=io.StringIO(), fit=None, objective=self.objective)
+        return write_results(ctx, TuneStrategy(), measured=None, wall_s=wall, cost_s=wall)
 
 
 def _system(first: bool) -> dict:

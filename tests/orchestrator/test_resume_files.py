@@ -10,7 +10,7 @@ from ray import tune
 
 from orchestrator import jsonl
 from orchestrator.folder import SearchFolder, portable_spec
-from orchestrator.history import seeded_storage
+from orchestrator.tune.history import seeded_storage
 from orchestrator.records import TrialRecord, read_journal
 
 

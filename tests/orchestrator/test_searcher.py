@@ -9,7 +9,7 @@ from optuna.samplers import NSGAIISampler, TPESampler
 from optuna.trial import TrialState
 from ray import tune
 
-from orchestrator.searcher import TruthfulOptunaSearch
+from orchestrator.tune.searcher import TruthfulOptunaSearch
 from trainables.status import OnResume, TrialStatus
 
 SPACE = {"width": tune.choice([0.25, 0.5, 1.0, 2.0]), "lr": tune.loguniform(1e-3, 1e-1)}
@@ -88,7 +88,7 @@ def test_tpe_steers_away_from_an_infeasible_region():
 def test_a_status_tells_optuna_the_same_live_and_on_resume(status):
     """The live searcher and the resumed study read one status table: every status a resume
     keeps is told the same state, value and constraint both times (issue 20)."""
-    from orchestrator.history import seeded_storage
+    from orchestrator.tune.history import seeded_storage
     from orchestrator.records import TrialRecord
 
     space = {"width": tune.choice([0.25, 0.5])}
@@ -111,10 +111,13 @@ def test_a_status_tells_optuna_the_same_live_and_on_resume(status):
 def test_a_trial_the_stopper_ended_is_told_as_the_stopper_decided():
     """A trial the target stopper ended reports `running` last; Optuna hears its decision
     (reached the target: COMPLETE with its value), as the trial book and a resume do."""
-    decided = {"fast": (TrialStatus.EARLY_STOPPED, "reached the target"),
-               "slow": (TrialStatus.PRUNED, "slower than the baseline")}
+    from orchestrator.evidence import Evidence
+
+    evidence = Evidence()
+    evidence.stopped("fast", TrialStatus.EARLY_STOPPED, "reached the target")
+    evidence.stopped("slow", TrialStatus.PRUNED, "slower than the baseline")
     s = TruthfulOptunaSearch(space=SPACE, metric="objective", mode="max",
-                             sampler=TPESampler(seed=0), seed=0, decided=decided)
+                             sampler=TPESampler(seed=0), seed=0, evidence=evidence)
     _run(s, "fast", {"objective": -3.0, "status": "running"})
     _run(s, "slow", {"objective": -1e6, "status": "running"})
     fast, slow = s._ot_study.trials

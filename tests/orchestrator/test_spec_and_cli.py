@@ -149,7 +149,7 @@ def test_cli_exit_codes_tell_bad_input_from_a_failed_search(monkeypatch, capsys,
     from orchestrator.errors import InputError, SearchFailed
 
     def fails_with(error: BaseException):
-        def run_search(spec):
+        def run_search(spec, **kwargs):
             raise error
         return run_search
 

@@ -30,7 +30,7 @@ def test_a_trial_that_reached_the_target_stops_early_stopped():
     second = objective({"val_score": 0.76, "train_time_s": 20.0, "epoch": 2,
                         "status": "running"}, state)
     assert stopper("t1", second)
-    status, reason = stopper.stopped["t1"]
+    status, reason = stopper.evidence.decision("t1")
     assert status == "early_stopped" and "0.7500 at epoch 2" in reason
 
 
@@ -46,7 +46,7 @@ def test_a_trial_slower_than_the_baseline_is_cut_there():
                          "status": "running"}, state)
     assert math.isnan(metrics["time_to_target_s"])
     assert stopper("slow", metrics)
-    status, reason = stopper.stopped["slow"]
+    status, reason = stopper.evidence.decision("slow")
     assert status == "pruned" and "slower than the baseline" in reason
 
 
@@ -65,7 +65,7 @@ def test_a_final_or_failed_result_is_left_alone():
         metrics = objective({"val_score": 0.9, "train_time_s": 1.0, "epoch": 1, "status": status},
                             {})
         assert not stopper(status, metrics)
-    assert stopper.stopped == {}
+    assert stopper.evidence.decisions() == {}
 
 
 def _epochs(objective, stopper, trial, config, pace, epochs, first=None, score=0.6):
@@ -89,37 +89,38 @@ def test_a_twin_of_a_decided_run_is_cut_once_its_pace_shows_it_cannot_win():
     # bf16 reaches the target at epoch 12, 0.75 s an epoch: 9 s.
     assert _epochs(objective, stopper, "bf16", bf16, 0.75, 21,
                    score=lambda e: 0.95 if e >= 12 else 0.6) == 12
-    assert stopper.best_s == 9.0
+    assert stopper.evidence.best_s == 9.0
     # Its fp32 twin runs 1.1 s an epoch (a slower first one): reaching at epoch 11 at the
     # earliest (one epoch of margin) is 11.0+ s > 9 s, known after its second epoch.
     fp32 = {**bf16, "precision": "fp32", "channels_last": True}
     assert _epochs(objective, stopper, "fp32", fp32, 1.1, 21, first=2.0) == 2
-    status, reason = stopper.stopped["fp32"]
+    status, reason = stopper.evidence.decision("fp32")
     assert status == "pruned" and "projected slower" in reason
     assert "a twin reached the target at epoch 12" in reason and "epoch 11" in reason
     # A twin at a faster pace may still win: not cut (0.7 s x 11 = 7.7 s < 9 s) until it is
     # slower than the fastest in fact.
     fast = {**bf16, "precision": "fp32"}
-    stopper.twins = type(stopper.twins)()  # forget fp32's own decision
-    stopper.twins.learn(bf16, 12, True)
+    stopper = TargetStopper(objective)  # forget fp32's own decision
+    stopper.evidence.reached("bf16", 9.0, bf16)
+    stopper.evidence.learn_twin(bf16, 12, True)
     assert _epochs(objective, stopper, "fast", fast, 0.7, 21) == 13
-    assert "slower than the fastest trial" in stopper.stopped["fast"][1]
+    assert "slower than the fastest trial" in stopper.evidence.decision("fast")[1]
     # Not a twin (another batch learns otherwise): its pace alone decides nothing.
     other = {**bf16, "batch_size": 8, "precision": "fp32"}
     assert _epochs(objective, stopper, "other", other, 1.1, 10) == 9  # 9.9 s > 9 s
-    assert "slower than the fastest trial" in stopper.stopped["other"][1]
+    assert "slower than the fastest trial" in stopper.evidence.decision("other")[1]
 
 
 def test_a_twin_that_had_not_reached_the_target_bounds_the_other():
     objective = make_objective("time_to_target", target=0.9)
     stopper = TargetStopper(objective)
-    stopper.best_s = 7.0
+    stopper.evidence.earlier_reached({"precision": "bf16-mixed", "width": 2.0}, 7.0)
     run = {"precision": "fp32", "batch_size": 4, "width": 0.5, "epochs": 21}
     assert _epochs(objective, stopper, "a", run, 0.8, 21) == 9  # 7.2 s: slower than 7 s
     # Its bf16 twin: not before epoch 9 (had not by 9, one epoch of margin), 0.78 s an epoch.
     assert _epochs(objective, stopper, "b", {**run, "precision": "bf16-mixed"}, 0.78, 21) == 2
-    assert "had not reached the target by epoch 9" in stopper.stopped["b"][1]
+    assert "had not reached the target by epoch 9" in stopper.evidence.decision("b")[1]
     # Without a time to beat, a twin's epochs decide nothing.
     fresh = TargetStopper(objective)
-    fresh.twins.learn(run, 9, False)
+    fresh.evidence.learn_twin(run, 9, False)
     assert _epochs(objective, fresh, "c", {**run, "precision": "bf16-mixed"}, 5.0, 3) is None

@@ -211,7 +211,7 @@ def test_an_epoch_that_skipped_validation_is_no_point_of_the_curve_nor_of_mlflow
 
 
 def test_a_predicted_trial_is_judged_by_its_prediction_and_by_the_one_re_timed_at_its_start():
-    from orchestrator.predict import Prediction
+    from orchestrator.screen.predict import Prediction
     from orchestrator.trial_book import prediction_metrics
 
     pred = Prediction({"batch_size": 8, "workers": 1}, 100.0, 1.0, 10, 8, predicted_time_s=10.0,

@@ -50,7 +50,7 @@ def test_compact_space_is_few_combinations_for_the_screen(workload, knobs, combi
     """Strategy screen times every combination: the compact space keeps the seeds' first knobs
     at few values (the default space has 248 on a 2-core CPU), and, as the default space does,
     bf16 only where it runs natively."""
-    from orchestrator.screening import candidates
+    from orchestrator.screen.screening import candidates
 
     ctx = SpaceContext(workload=workload, image_size=64 if workload == "unet3d" else 32)
     searched, fixed = resolve_space("compact", ctx)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from trainables.trial.ledger import Ledger, duplicate_report, ledger_key
+from trainables.identity import ledger_key
+from trainables.trial.ledger import Ledger, duplicate_report
 
 
 def test_key_is_knobs_and_seed_in_any_order():

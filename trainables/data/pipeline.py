@@ -208,7 +208,8 @@ def iter_batches(
 class ShardFeed:
     """epoch -> this worker's batches of its shard, cached as tensors or streamed (see above).
 
-    The cache is filled on the first call, so its one-off read counts as epoch 1's data wait.
+    The cache is filled by `load`, which a trial calls before its clock starts (the legacy
+    baseline reads its shard before its clock too); otherwise on the first call.
     """
 
     def __init__(self, shard, *, batch_size: int, device: torch.device, cache: bool,
@@ -219,15 +220,19 @@ class ShardFeed:
         self.shuffle, self.drop_last, self.seed, self.rank = shuffle, drop_last, seed, rank
         self.tensors: TensorShard | None = None
 
+    def load(self) -> None:
+        """Read a cached shard into memory now; a streamed feed has nothing to read ahead."""
+        if self.cache and self.tensors is None:
+            self.tensors = TensorShard.load(self.shard, prefetch_batches=self.prefetch_batches,
+                                            device=self.device)
+
     def __call__(self, epoch: int = 0) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
         if not self.cache:
             seed = shuffle_seed(self.seed, epoch, self.rank) if self.shuffle else None
             return iter_batches(self.shard, batch_size=self.batch_size,
                                 prefetch_batches=self.prefetch_batches, device=self.device,
                                 pin_memory=self.pin_memory, drop_last=self.drop_last, seed=seed)
-        if self.tensors is None:
-            self.tensors = TensorShard.load(self.shard, prefetch_batches=self.prefetch_batches,
-                                            device=self.device)
+        self.load()
         if not self.shuffle:
             return self.tensors.in_order(self.batch_size, device=self.device,
                                          drop_last=self.drop_last)

@@ -9,7 +9,6 @@ ledger; a resumed search writes the journal's finished trials first.
 
 from __future__ import annotations
 
-import json
 import time
 from typing import Any
 
@@ -22,12 +21,6 @@ RECORDED = REPEATABLE
 
 # How often a trial looks again while another trial with its configuration is still running.
 _POLL_S = 0.5
-
-
-def ledger_key(sampled: dict[str, Any], base_seed: int) -> str:
-    """(knobs, seed) as one canonical string; a searched seed is part of the knobs."""
-    return json.dumps({"knobs": sampled, "seed": sampled.get("seed", base_seed)},
-                      sort_keys=True, default=str)
 
 
 class Ledger:

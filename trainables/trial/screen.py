@@ -16,6 +16,7 @@ after) on one batch of the training shard; `trainables.loop.profile.StepTimer` d
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -49,17 +50,23 @@ def screen(plan: ScreenPlan, train_shard, device: torch.device, world: int = 1, 
     """Time every candidate; a result per candidate: its config, `status` (completed, or why it
     cannot run: infeasible, failed), `samples_per_s` (global), `step_s`, `peak_mb`,
     `steps_per_epoch`."""
+    return list(screen_each(plan, train_shard, device, world, rank, all_reduce, wrap_model))
+
+
+def screen_each(plan: ScreenPlan, train_shard, device: torch.device, world: int = 1,
+                rank: int = 0, all_reduce=identity, wrap_model=identity) -> Iterator[dict]:
+    """`screen`, one candidate's result at a time (the driver counts them as they come)."""
     torch.set_num_threads(plan.threads)
-    results = []
     feeds: dict[int, Any] = {}
+    warm = False
     for values in plan.candidates:
         cfg = TrialConfig.from_dict(values)
         batch = cfg.per_worker_batch
         steps = plan.n_train // world // batch // cfg.accum_steps
         if steps == 0:
-            results.append(_result(values, TrialStatus.INFEASIBLE, reason=(
+            yield _result(values, TrialStatus.INFEASIBLE, reason=(
                 f"no optimizer step: {plan.n_train} samples over {world} worker(s) at batch "
-                f"{cfg.batch_size} x {cfg.accum_steps} accumulation")))
+                f"{cfg.batch_size} x {cfg.accum_steps} accumulation"))
             continue
         try:
             if batch not in feeds:  # one read of the shard per batch size
@@ -68,29 +75,36 @@ def screen(plan: ScreenPlan, train_shard, device: torch.device, world: int = 1, 
                         steps_per_epoch=steps, all_reduce=all_reduce, wrap_model=wrap_model,
                         device=device, world_size=world, rank=rank,
                         model_builder=plan.model_builder)
-            started = time.perf_counter()
             first_batch, load_s, data_s = feeds[batch]
             # cuDNN's algorithm search runs once per new shape and cost 1-4 s a candidate on an
             # H100 (the screen took 105 s for 60 candidates with it, 11 s without; steady steps
             # alike, docs/benchmarks.md): the screen ranks steady steps, and each trial's
             # profile still decides cudnn_benchmark for its own run.
             timed = replace(cfg, cudnn_benchmark=False)
-            t = StepTimer(plan.meta, io, first_batch, data_parallel=world > 1)(timed)
+            timer = StepTimer(plan.meta, io, first_batch, data_parallel=world > 1)
+            if not warm:
+                # The process's first-use costs (thread pools, kernels' first calls, the
+                # allocator's growth) land on whichever candidate runs first: they are outside
+                # a trial's clock (paid by its profile before training), so outside its
+                # one_off_s too. An untimed first pass pays them.
+                timer(timed)
+                warm = True
+            started = time.perf_counter()
+            t = timer(timed)
         except Exception as err:  # noqa: BLE001 - a candidate's end is its result
             outcome = status_of(err)
             if world > 1:
                 raise  # the other ranks wait in a collective: the group fails as one
-            results.append(_result(values, outcome.status, reason=outcome.reason))
+            yield _result(values, outcome.status, reason=outcome.reason)
             continue
-        results.append(_result(
+        yield _result(
             values, TrialStatus.COMPLETED, step_s=t.step_s, one_off_s=t.one_off_s,
             data_s=data_s, load_s=load_s,
             # Each timed step is one micro-batch per worker and an optimizer step (with
             # accumulation a run steps less often: a slight overestimate of its time).
             samples_per_s=batch * world / t.step_s if t.step_s > 0 else float("nan"),
             peak_mb=t.peak_mb, steps_per_epoch=steps,
-            screen_s=time.perf_counter() - started))
-    return results
+            screen_s=time.perf_counter() - started)
 
 
 def _feed(shard, batch: int, device: torch.device, seed: int, rank: int):
@@ -109,11 +123,12 @@ def _feed(shard, batch: int, device: torch.device, seed: int, rank: int):
     return first, load_s, data_s
 
 
-def screen_in_process(plan: ScreenPlan, datasets: dict, use_gpu: bool) -> list[dict]:
-    """One-worker candidates, screened in this (Ray task's) process."""
+def screen_in_process(plan: ScreenPlan, datasets: dict, use_gpu: bool) -> Iterator[dict]:
+    """One-worker candidates, screened in this (Ray task's) process, each result yielded as it
+    is timed (a streaming Ray task: the driver shows progress)."""
     device = torch.device("cuda", 0) if use_gpu and torch.cuda.is_available() else \
         torch.device("cpu")
-    return screen(plan, datasets["train"], device)
+    yield from screen_each(plan, datasets["train"], device)
 
 
 def screen_loop_per_worker(config: dict) -> list[dict]:

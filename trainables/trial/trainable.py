@@ -105,7 +105,8 @@ def run_trial(sampled: dict[str, Any], ctx: TrialContext, datasets: dict) -> Non
 
     cfg = trial_config(ctx, sampled)
     if ctx.ledger is not None:
-        from trainables.trial.ledger import duplicate_report, ledger_key, recorded_result
+        from trainables.identity import ledger_key
+        from trainables.trial.ledger import duplicate_report, recorded_result
 
         trial_id = ray.tune.get_context().get_trial_id()
         recorded = recorded_result(ctx.ledger, ledger_key(sampled, cfg.seed), trial_id)

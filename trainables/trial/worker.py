@@ -12,17 +12,18 @@ from __future__ import annotations
 import dataclasses
 import os
 import tempfile
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import torch
+from torch import nn
 
 from trainables.config import TrialConfig
 from trainables.data.arrays import DataMeta
 from trainables.data.pipeline import ShardFeed, iter_batches, worker_data
 from trainables.loop import LoopIO, fit, fit_legacy
-from trainables.loop.io import identity
 from trainables.loop.noise import gradient_noise_scale, noise_epochs
 from trainables.loop.profile import PICK_PREFIX, START_STEP, profile, time_step
 from trainables.loop.state import outcome_metrics
@@ -56,7 +57,8 @@ class TrialPlan:
     `noise_scale` (trainables/loop/noise.py)."""
     time_start: bool = False
     """Time the config's steady step before training (`start_step_s`), as the profile does for
-    its pick: what a prediction made from the screen is checked against, in this process."""
+    its pick: the process's warm-up before the clock starts (first_use_s), and what a
+    prediction made from the screen is checked against, in this process."""
 
 
 @dataclass
@@ -76,115 +78,160 @@ class Session:
 
 
 def run(plan: TrialPlan, session: Session) -> dict:
-    import torch.distributed as dist
+    """Train `plan` in `session`: warm up (outside the clock), then the loop."""
+    return TrialRun(plan, session).train()
 
-    cfg, meta = plan.cfg, plan.meta
-    # Each worker owns `threads` cores; more intra-op threads than cores only adds contention.
-    torch.set_num_threads(plan.threads)
-    world, device = session.world_size, session.device
-    batch = cfg.per_worker_batch
-    # drop_last keeps every step's shape fixed (cuDNN benchmark, compile) and every worker's step
-    # count equal (a DDP requirement).
-    steps = plan.n_train // world // batch
 
-    def feed(shard, train: bool) -> ShardFeed:
-        # cache_shard: one pass through Ray Data, then epochs indexed from tensors in memory (near
-        # raw speed, shuffled by seed + epoch + rank); otherwise streamed every epoch.
-        return ShardFeed(shard, batch_size=batch, device=device, cache=cfg.cache_shard,
-                         prefetch_batches=cfg.prefetch_batches, pin_memory=cfg.pin_memory,
-                         shuffle=train, drop_last=train, seed=cfg.seed,
-                         rank=session.rank)
+class TrialRun:
+    """One trial in one training process: its feeds, reports, checkpoints and warm-up around
+    the loop (`fit`, or `fit_legacy` for a baseline), which knows nothing of Ray.
 
-    train_feed, val_feed = feed(session.train, train=True), feed(session.val, train=False)
+    Before the loop's clock starts, the process warms up: the profile's timings (or, with
+    nothing to profile, a few timed steps of the trial's own config: `time_start`) pay its
+    first-use costs (thread pools, first kernels, the allocator's growth; on a GPU the CUDA
+    context and cuDNN's algorithm search), and a cached shard is read into memory. Every trial
+    of a search, the baseline included, does the same, so those costs are outside every clock
+    alike: reported as `first_use_s`, apart from `train_time_s`."""
 
-    def all_reduce(t: torch.Tensor) -> torch.Tensor:
-        if world > 1:
+    def __init__(self, plan: TrialPlan, session: Session):
+        self.plan, self.session, self.cfg = plan, session, plan.cfg
+        self.device, self.world = session.device, session.world_size
+        self.profiled: dict = {}  # profile_s, the picks and first_use_s: on every report
+        self.trained: nn.Module | None = None  # the model the loop trains (the noise probe)
+        self.nodes = 1
+
+    def train(self) -> dict:
+        plan, cfg = self.plan, self.cfg
+        # Each worker owns `threads` cores; more intra-op threads than cores only adds
+        # contention.
+        torch.set_num_threads(plan.threads)
+        train_feed, val_feed = self._feed(self.session.train, True), \
+            self._feed(self.session.val, False)
+        self.nodes = self._node_count()
+        io = LoopIO(
+            train_batches=train_feed, val_batches=val_feed,
+            # drop_last keeps every step's shape fixed (cuDNN benchmark, compile) and every
+            # worker's step count equal (a DDP requirement).
+            steps_per_epoch=plan.n_train // self.world // cfg.per_worker_batch,
+            report=self.report, all_reduce=self.all_reduce, wrap_model=self.wrap,
+            device=self.device, world_size=self.world, save_checkpoint=self.save_checkpoint,
+            load_checkpoint=self.load_checkpoint, rank=self.session.rank,
+            model_builder=plan.model_builder)
+        reset_peak_memory(self.device)  # this trial's peak, not an earlier trial's here
+        try:
+            cfg = self._warm_up(cfg, io, train_feed)
+            return self._fit(cfg, io)
+        except Exception as err:
+            return self._ended(err, cfg)
+
+    # -- the loop's seam ------------------------------------------------------------------------
+    def _feed(self, shard, train: bool) -> ShardFeed:
+        # cache_shard: one pass through Ray Data, then epochs indexed from tensors in memory
+        # (near raw speed, shuffled by seed + epoch + rank); otherwise streamed every epoch.
+        cfg = self.cfg
+        return ShardFeed(shard, batch_size=cfg.per_worker_batch, device=self.device,
+                         cache=cfg.cache_shard, prefetch_batches=cfg.prefetch_batches,
+                         pin_memory=cfg.pin_memory, shuffle=train, drop_last=train,
+                         seed=cfg.seed, rank=self.session.rank)
+
+    def all_reduce(self, t: torch.Tensor) -> torch.Tensor:
+        if self.world > 1:
+            import torch.distributed as dist
+
             dist.all_reduce(t)
         return t
 
-    # Nodes this trial's workers run on: shows the placement strategy. Ray node ids, not Train's
-    # node ranks (those group workers by IP address, which simulated nodes share).
-    import ray
+    def _node_count(self) -> int:
+        """Nodes this trial's workers run on: shows the placement strategy. Ray node ids, not
+        Train's node ranks (those group workers by IP address, which simulated nodes share)."""
+        import ray
 
-    node_ids = [ray.get_runtime_context().get_node_id()] * world
-    if world > 1:
-        dist.all_gather_object(node_ids, node_ids[0])
-    nodes = len(set(node_ids))
+        node_ids = [ray.get_runtime_context().get_node_id()] * self.world
+        if self.world > 1:
+            import torch.distributed as dist
 
-    profiled: dict = {}  # profile_s and the picks, added to every report
-    trained: dict = {}  # the model the loop trains, kept by `wrap` for the noise probe
+            dist.all_gather_object(node_ids, node_ids[0])
+        return len(set(node_ids))
 
-    def report(metrics: dict, checkpoint=None) -> None:
-        if plan.measure_noise and "model" in trained and session.rank == 0 and \
+    def report(self, metrics: dict, checkpoint=None) -> None:
+        plan, cfg = self.plan, self.cfg
+        if plan.measure_noise and self.trained is not None and self.session.rank == 0 and \
                 metrics.get("epoch") in noise_epochs(cfg.epochs):
-            metrics = {**metrics, **_noise(plan, cfg, meta, trained["model"], session, device)}
-        session.report({**metrics, **profiled, "nodes": nodes}, checkpoint)
+            metrics = {**metrics, **_noise(plan, cfg, plan.meta, self.trained, self.session,
+                                           self.device)}
+        self.session.report({**metrics, **self.profiled, "nodes": self.nodes}, checkpoint)
 
-    def save_checkpoint(state: dict, metrics: dict) -> None:
+    def save_checkpoint(self, state: dict, metrics: dict) -> None:
         # Every rank reports (a barrier); rank 0 alone writes, the others' state is identical.
         with tempfile.TemporaryDirectory() as tmp:
             checkpoint = None
-            if session.rank == 0:
+            if self.session.rank == 0:
                 # With the picks: a restarted worker goes on with the switches it began with.
-                torch.save({**state, "profile": dict(profiled)},
+                torch.save({**state, "profile": dict(self.profiled)},
                            os.path.join(tmp, CHECKPOINT_FILE))
-                checkpoint = session.checkpoint_cls.from_directory(tmp)
-            report(metrics, checkpoint)
+                checkpoint = self.session.checkpoint_cls.from_directory(tmp)
+            self.report(metrics, checkpoint)
 
-    def load_checkpoint() -> dict | None:
-        checkpoint = session.get_checkpoint()
+    def load_checkpoint(self) -> dict | None:
+        checkpoint = self.session.get_checkpoint()
         if checkpoint is None:
             return None
         with checkpoint.as_directory() as folder:
             # weights_only: tensors and plain values only, never arbitrary unpickling.
-            return torch.load(os.path.join(folder, CHECKPOINT_FILE), map_location=device,
+            return torch.load(os.path.join(folder, CHECKPOINT_FILE), map_location=self.device,
                               weights_only=True)
 
-    wrap_group = identity
-    if world > 1:
-        import ray.train.torch
+    def wrap(self, model: nn.Module) -> nn.Module:
+        self.trained = model  # both loops hand their raw model here first
+        if self.world > 1:
+            import ray.train.torch
 
-        wrap_group = ray.train.torch.prepare_model
+            return ray.train.torch.prepare_model(model)
+        return model
 
-    def wrap(model):
-        trained["model"] = model  # both loops hand their raw model here first
-        return wrap_group(model)
-
-    io = LoopIO(
-        train_batches=train_feed,
-        val_batches=val_feed,
-        steps_per_epoch=steps,
-        report=report,
-        all_reduce=all_reduce,
-        wrap_model=wrap,
-        device=device,
-        world_size=world,
-        save_checkpoint=save_checkpoint,
-        load_checkpoint=load_checkpoint,
-        rank=session.rank,
-        model_builder=plan.model_builder,
-    )
-    reset_peak_memory(device)  # this trial's peak, not an earlier trial's in the same process
-    try:
+    # -- before the clock -----------------------------------------------------------------------
+    def _warm_up(self, cfg: TrialConfig, io: LoopIO, train_feed: ShardFeed) -> TrialConfig:
+        """The config the loop trains (with the profile's picks), after the process's warm-up
+        and the shard's read; their seconds are `first_use_s`."""
+        plan, started = self.plan, time.perf_counter()
         if plan.profile and cfg.loop != "legacy":  # the legacy loop keeps its "before" habits
-            # Before fit builds the trial's model, on throwaway copies: what is learned is the
-            # same as without it. Outside train_time_s; reported as profile_s.
-            cfg = _profile(plan, cfg, meta, io, profiled)
-        if plan.time_start and cfg.loop != "legacy" and START_STEP not in profiled:
-            _time_start(cfg, meta, io, profiled)
-        return _fit(cfg, meta, io, session)
-    except Exception as err:
+            # On throwaway copies, before fit builds the trial's model: what is learned is the
+            # same as without it. Reported as profile_s.
+            cfg = _profile(plan, cfg, plan.meta, io, self.profiled)
+        if plan.time_start and START_STEP not in self.profiled:
+            _time_start(cfg, plan.meta, io, self.profiled)
+        if cfg.loop != "legacy":
+            train_feed.load()  # the cached shard's one-off read (the legacy loop's: `_fit`)
+        self.profiled["first_use_s"] = self.profiled.get("first_use_s", 0.0) + \
+            time.perf_counter() - started
+        return cfg
+
+    def _fit(self, cfg: TrialConfig, io: LoopIO) -> dict:
+        if cfg.loop != "legacy":
+            return fit(cfg, self.plan.meta, io)
+        # The legacy loop reads this worker's shard into tensors and serves it through a
+        # DataLoader with worker processes, as a plain PyTorch "before" loop does; the read is
+        # outside its clock, as the optimized loop's is.
+        started = time.perf_counter()
+        parts = list(iter_batches(self.session.train, batch_size=1024, prefetch_batches=0,
+                                  device=torch.device("cpu"), pin_memory=False, drop_last=False))
+        x, y = torch.cat([p[0] for p in parts]), torch.cat([p[1] for p in parts])
+        self.profiled["first_use_s"] = self.profiled.get("first_use_s", 0.0) + \
+            time.perf_counter() - started
+        return fit_legacy(cfg, self.plan.meta, io, x, y)
+
+    def _ended(self, err: Exception, cfg: TrialConfig) -> dict:
         outcome = status_of(err)
         if outcome.status == TrialStatus.INFEASIBLE:
-            free_device_memory(device)  # the next trial in this process starts with free memory
-        if world > 1 or outcome.retry:
+            free_device_memory(self.device)  # the next trial here starts with free memory
+        if self.world > 1 or outcome.retry:
             # The other ranks may wait in a collective: fail the group. The trial (run_trial)
             # turns the group's error into the same status with the same `status_of`.
-            raise
+            raise err
         # A deterministic end (out of memory, bad configuration, ...) is a result, not a crash:
         # report it, so nothing retries it and the search learns from it.
-        metrics = {**outcome_metrics(cfg, outcome), **profiled}
-        session.report(metrics, None)
+        metrics = {**outcome_metrics(cfg, outcome), **self.profiled}
+        self.session.report(metrics, None)
         return metrics
 
 
@@ -234,18 +281,6 @@ def _time_start(cfg: TrialConfig, meta: DataMeta, io: LoopIO, profiled: dict) ->
     step_s = time_step(cfg, meta, io)
     if step_s is not None:
         profiled[START_STEP] = step_s
-
-
-def _fit(cfg: TrialConfig, meta: DataMeta, io: LoopIO, session: Session) -> dict:
-    if cfg.loop == "legacy":
-        # The legacy loop reads this worker's shard into tensors and serves it through a
-        # DataLoader with worker processes, as a plain PyTorch "before" loop does.
-        parts = list(iter_batches(session.train, batch_size=1024, prefetch_batches=0,
-                                  device=torch.device("cpu"), pin_memory=False, drop_last=False))
-        x = torch.cat([p[0] for p in parts])
-        y = torch.cat([p[1] for p in parts])
-        return fit_legacy(cfg, meta, io, x, y)
-    return fit(cfg, meta, io)
 
 
 def train_loop_per_worker(config: dict) -> dict:

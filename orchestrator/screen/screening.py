@@ -10,7 +10,7 @@ switch costs a timing per model instead of doubling the screen.
 Each worker count is one Ray job: one-worker candidates in a Ray task holding a trial's
 resources, wider ones in a TorchTrainer worker group of that width (its start-up paid once).
 A group that fails marks its candidates `failed`; an earlier search's timings on the same
-machine kind are taken, not measured again (orchestrator/knowledge.py).
+machine kind are taken, not measured again (orchestrator/screen/knowledge.py).
 
 The candidates a confirmation may reach are then timed again, in ROUNDS - 1 more rounds (each
 its own Ray job, the order reversed every other round), and their step time is the median of
@@ -25,13 +25,14 @@ from __future__ import annotations
 
 import collections
 import itertools
-import json
 import math
 import statistics
+from collections.abc import Callable
 from typing import Any
 
 from search_spaces import domain_values
-from trainables.config import TrialConfig, model_of
+from trainables.config import TrialConfig
+from trainables.identity import key_without, model_key
 from trainables.status import TrialStatus, status_of
 
 # Speed-only switches and the values a screen tries beside the config's own (per device kind).
@@ -59,33 +60,22 @@ def knobs_of(config: dict[str, Any], names: list[str]) -> dict[str, Any]:
     return {k: config.get(k) for k in names}
 
 
-def variant_of(config: dict[str, Any], switches: set[str]) -> str:
-    """What a config is besides its speed-only switches: a config and its variants share it."""
-    return json.dumps({k: v for k, v in config.items() if k not in switches}, sort_keys=True,
-                      default=str)
-
-
-def model_key(config: dict[str, Any], switches: set[str]) -> str:
-    """The same, and besides its batch size: the model and settings whose layers a switch
-    speeds up."""
-    return variant_of(config, switches | {"batch_size"})
-
-
 def to_refine(ranked: list[dict[str, Any]], first: int, models: int,
               switches: set[str]) -> list[dict[str, Any]]:
     """The configs whose switches are timed, out of `ranked` (fastest predicted first): the
     `first` ones, then the fastest of each other model until `models` are covered. A switch's
     gain is its model's layers', near alike across batches (channels_last, unet3d fp32 width 1
     patch 24: 1.38-1.41x at batch 2, 1.41-1.48x at batch 4), so a candidate that is not timed is
-    predicted at its model's gain (orchestrator/predict.switch_gains): one timing per model
+    predicted at its model's gain (orchestrator/screen/predict.switch_gains): one timing per model
     instead of one per candidate."""
+    layers = lambda config: key_without(config, switches | {"batch_size"})  # noqa: E731
     chosen = list(ranked[:first])
-    seen = {model_key(c, switches) for c in chosen}
+    seen = {layers(c) for c in chosen}
     for config in ranked[first:]:
         if len(seen) >= models:
             break
-        if model_key(config, switches) not in seen:
-            seen.add(model_key(config, switches))
+        if layers(config) not in seen:
+            seen.add(layers(config))
             chosen.append(config)
     return chosen
 
@@ -94,10 +84,10 @@ def contenders(ranked: list[dict[str, Any]], count: int) -> list[dict[str, Any]]
     """About `count` of `ranked` (fastest predicted first) to time in more rounds: the fastest of
     each model (its learning knobs but precision: width, patch, ...), an equal share each. The
     confirm stage does not go down the ranking in order: a miss casts doubt on its model's
-    values and moves the confirmations to other models (orchestrator/tuning.Confirmations), and
+    values and moves the confirmations to other models (orchestrator/screen/confirm.Confirmations), and
     on unet3d every configuration that reached the target was outside the 12 predicted fastest
     (the thinner model and the smaller patch are predicted fastest, and learn too little)."""
-    models = [json.dumps(model_of(c), sort_keys=True, default=str) for c in ranked]
+    models = [model_key(c) for c in ranked]
     share = math.ceil(count / max(1, len(set(models))))
     taken: collections.Counter = collections.Counter()
     out = []
@@ -141,8 +131,11 @@ def switch_variants(config: dict[str, Any], meta, use_gpu: bool,
 
 
 def run_screen(configs: list[dict[str, Any]], *, meta, n_train: int, datasets: dict,
-               plan, model_builder) -> list[dict]:
-    """Time `configs` (grouped by worker count); one result per config, in order."""
+               plan, model_builder, progress: Callable[[int], None] = lambda n: None
+               ) -> list[dict]:
+    """Time `configs` (grouped by worker count); one result per config, in order.
+    `progress(n)`: n more configs are timed (one at a time in one process; a worker group's
+    all at once)."""
     from trainables.trial.screen import ScreenPlan
 
     by_workers: dict[int, list[dict]] = {}
@@ -152,27 +145,41 @@ def run_screen(configs: list[dict[str, Any]], *, meta, n_train: int, datasets: d
     for workers, group in sorted(by_workers.items()):
         screen_plan = ScreenPlan(candidates=group, meta=meta, n_train=n_train,
                                  threads=plan.threads(workers), model_builder=model_builder)
+        counted = [0]
+
+        def tick(n: int) -> None:
+            counted[0] += n
+            progress(n)
+
         try:
-            found = _in_process(screen_plan, datasets, plan) if workers == 1 else \
+            found = _in_process(screen_plan, datasets, plan, tick) if workers == 1 else \
                 _in_group(screen_plan, datasets, plan, workers)
         except Exception as err:  # noqa: BLE001 - the group's end is its candidates' result
             outcome = status_of(err)
             found = [{"config": c, "status": str(outcome.status), "reason": outcome.reason}
                      for c in group]
+        progress(len(group) - counted[0])  # a worker group's, or what a lost task left
         for cfg, result in zip(group, found):
             results[id(cfg)] = result
     return [results[id(cfg)] for cfg in configs]
 
 
-def _in_process(screen_plan, datasets: dict, plan) -> list[dict]:
+def _in_process(screen_plan, datasets: dict, plan, progress: Callable[[int], None]
+                ) -> list[dict]:
     import ray
 
     from trainables.trial.screen import screen_in_process
 
     bundle = plan.in_process()
+    # A streaming task: each result comes back as it is timed, so progress shows as it goes.
     task = ray.remote(screen_in_process).options(
-        num_cpus=bundle["CPU"], num_gpus=bundle.get("GPU", 0), max_retries=0)
-    return ray.get(task.remote(screen_plan, datasets, plan.use_gpu))
+        num_cpus=bundle["CPU"], num_gpus=bundle.get("GPU", 0), max_retries=0,
+        num_returns="streaming")
+    found = []
+    for ref in task.remote(screen_plan, datasets, plan.use_gpu):
+        found.append(ray.get(ref))
+        progress(1)
+    return found
 
 
 def _in_group(screen_plan, datasets: dict, plan, workers: int) -> list[dict]:

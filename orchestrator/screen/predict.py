@@ -4,8 +4,9 @@ them trains.
     time to target = epochs to target x time per epoch
 
 * Time per epoch comes from the screen: the candidate's steps per epoch x (its steady step time
-  + its feed's time per batch), plus its one-off costs: warm-up (first kernels; compilation)
-  and the first epoch's read of the shard.
+  + its feed's time per batch), plus its one-off cost: its first steps' warm-up (its own
+  kernels; compilation). Its process's first-use costs and the read of its shard happen
+  before a trial's clock starts, as the baseline's do, so they are not in its time.
 * Epochs come from the baseline's own run. It trained N epochs (`full_epochs`) to its score S,
   and first reached the target S - tolerance at epoch E_b of its N. A bigger batch takes fewer
   optimizer steps per epoch, so it needs more epochs to learn as much: by the empirical model of
@@ -37,7 +38,8 @@ from collections.abc import Collection
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from orchestrator.screening import model_key, variant_of
+from orchestrator.curves import first_at
+from trainables.identity import key_without
 from trainables.loop.noise import epochs_ratio, run_epochs_ratio
 
 # With no noise scale measured (a baseline recorded before it was measured), a batch larger
@@ -81,14 +83,6 @@ class Prediction:
         return {**self.config, "epochs": self.planned_epochs}
 
 
-def first_epoch_at(curve: list[list[float]], target: float) -> int | None:
-    """The first epoch of a learning curve ([epoch, score, time]) at or above `target`."""
-    for epoch, score, _ in curve:
-        if score >= target:
-            return int(epoch)
-    return None
-
-
 def switch_gains(screened: list[dict], profiled: Collection[str]) -> list[float]:
     """Per screened result, the speedup its trial's profile is expected to find. For a config
     that leaves a `profiled` switch to the profile and had no variant of it screened: the median
@@ -96,23 +90,27 @@ def switch_gains(screened: list[dict], profiled: Collection[str]) -> list[float]
     screened pairs of its model (the same settings at another batch: the gain is the layers'),
     else of its precision, else of all; 1.0 for every other config."""
     profiled = set(profiled)
+    # A config and its switch variants share `variant`; a model's pairs at every batch share
+    # `layers` (the gain is its layers').
+    variant = lambda cfg: key_without(cfg, profiled)  # noqa: E731
+    layers = lambda cfg: key_without(cfg, profiled | {"batch_size"})  # noqa: E731
     groups: dict[str, list[dict]] = {}
     for r in screened:
-        groups.setdefault(variant_of(r["config"], profiled), []).append(r)
+        groups.setdefault(variant(r["config"]), []).append(r)
     by_model: dict[str, list[float]] = {}
     by_precision: dict[Any, list[float]] = {}
     for group in groups.values():
         own = [r for r in group if not profiled & r["config"].keys()]
         if own and len(group) > 1:
             gain = own[0]["step_s"] / min(r["step_s"] for r in group)
-            by_model.setdefault(model_key(own[0]["config"], profiled), []).append(gain)
+            by_model.setdefault(layers(own[0]["config"]), []).append(gain)
             by_precision.setdefault(own[0]["config"].get("precision"), []).append(gain)
     every = [g for gains in by_precision.values() for g in gains]
     out = []
     for r in screened:
         cfg = r["config"]
-        left = not profiled & cfg.keys() and len(groups[variant_of(cfg, profiled)]) == 1
-        gains = by_model.get(model_key(cfg, profiled)) or by_precision.get(
+        left = not profiled & cfg.keys() and len(groups[variant(cfg)]) == 1
+        gains = by_model.get(layers(cfg)) or by_precision.get(
             cfg.get("precision")) or every
         out.append(statistics.median(gains) if left and gains else 1.0)
     return out
@@ -124,7 +122,8 @@ def predict(screened: list[dict], baseline: dict, target: float,
     switches each trial's profile picks (where a config leaves them unset)."""
     curve = baseline.get("curve") or []
     full = int(baseline.get("epochs") or len(curve) or 1)
-    reached = first_epoch_at(curve, target) or full
+    point = first_at(curve, target)
+    reached = point.epoch if point else full
     base_time = float(baseline["train_time_s"])  # the run the user makes: all N epochs
     b0 = int(baseline["config"].get("batch_size", 1))
     noise = float(baseline.get("noise_scale", math.nan))
@@ -139,10 +138,12 @@ def predict(screened: list[dict], baseline: dict, target: float,
             ratio = math.sqrt(batch / b0) if batch > b0 else 1.0
         planned = max(1, math.ceil(full * ratio - 1e-9))
         epochs = max(1, min(planned, math.ceil(planned * reached / full - 1e-9)))
-        # A trial's epoch is its steps and its feed; its first also reads the shard once.
+        # A trial's epoch is its steps and its feed, and its clock its first steps' warm-up
+        # (its process's first-use costs and its shard's read are outside it, as the
+        # baseline's are: trainables/trial/worker.py).
         step_s = r["step_s"] / gain
         per_epoch = r["steps_per_epoch"] * (step_s + r.get("data_s", 0.0))
-        seconds = epochs * per_epoch + r.get("one_off_s", 0.0) + r.get("load_s", 0.0)
+        seconds = epochs * per_epoch + r.get("one_off_s", 0.0)
         out.append(Prediction(dict(cfg), r["samples_per_s"] * gain, ratio, planned,
                               epochs, seconds, base_time / seconds if seconds > 0 else math.nan,
                               gain, step_s, epochs * r["steps_per_epoch"]))

@@ -5,7 +5,7 @@ the time budget with its partial value, and a trial that ran out of memory or di
 placeholder its objective reported (for NSGA-II, zero accuracy at the fastest possible time: a
 point on the front). `TruthfulOptunaSearch` tells each trial what its status's row of
 `trainables.status.STATUS_TABLE` says, through `tell`, the one function that the resumed study
-(orchestrator/history.py) uses too:
+(orchestrator/tune/history.py) uses too:
 
 * finished trials (completed, early-stopped): COMPLETE with their values, feasible;
 * trials stopped by the scheduler or the budget, and repeats: PRUNED (Optuna keeps their
@@ -16,7 +16,7 @@ point on the front). `TruthfulOptunaSearch` tells each trial what its status's r
 * failed trials (an error, a lost worker after its retries): FAIL.
 
 A trial that a stopper ended (orchestrator/stopper.py) reports `running` last; its status is the
-stopper's decision (`decided`), as the trial book records it.
+stopper's decision (the search's `Evidence`), as the trial book records it.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from typing import Any
 
 from ray.tune.search.optuna import OptunaSearch
 
+from orchestrator.evidence import Evidence
 from trainables.status import TrialStatus, traits
 
 logger = logging.getLogger(__name__)
@@ -62,18 +63,20 @@ def tell(study, ot_trial, status: str, metrics: Mapping[str, Any] | None,
 
 
 class TruthfulOptunaSearch(OptunaSearch):
-    """`decided`: trial id -> (status, reason) of trials a stopper ended (shared with it)."""
+    """`evidence`: the search's record of decisions (orchestrator/evidence.py): a trial a
+    stopper ended is told as its decision says."""
 
-    def __init__(self, *args, decided: Mapping[str, tuple[str, str]] | None = None, **kwargs):
+    def __init__(self, *args, evidence: Evidence | None = None, **kwargs):
         super().__init__(*args, **kwargs)
-        self._decided = decided if decided is not None else {}
+        self._evidence = evidence
 
     def on_trial_complete(self, trial_id: str, result: dict | None = None,
                           error: bool = False) -> None:
         if trial_id in self._completed_trials or trial_id not in self._ot_trials:
             return super().on_trial_complete(trial_id, result, error)
+        decided = self._evidence.decision(trial_id) if self._evidence is not None else None
         status = TrialStatus.FAILED if error or not result else \
-            self._decided.get(trial_id, (result.get("status", TrialStatus.RUNNING),))[0]
+            decided[0] if decided else result.get("status", TrialStatus.RUNNING)
         try:
             tell(self._ot_study, self._ot_trials[trial_id], status, result, self.metric,
                  self.mode)

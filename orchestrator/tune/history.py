@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from orchestrator.searcher import tell
+from orchestrator.tune.searcher import tell
 from trainables.status import traits
 
 

@@ -1,0 +1,33 @@
+"""A learning curve, and the first point on it at a target: computed here, once, for everyone.
+
+A curve is the [epoch, val_score, train_time_s] of each validated epoch of a run, in order (an
+epoch that skipped its validation is no point of it). The baseline's lives in baseline.json, a
+trial's in its record (orchestrator/records.py); the objective keeps the curve of the trial it
+scores. Where a run first reached a target decides its time to the target (the objective, the
+economics), the epochs a candidate is predicted to need (orchestrator/screen/predict.py) and where
+a confirmation may skip its validations (orchestrator/stopper.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import NamedTuple
+
+
+class Point(NamedTuple):
+    epoch: int
+    score: float
+    seconds: float
+    """Training time (train_time_s) at the end of this epoch."""
+
+
+def first_at(curve: Sequence[Sequence[float]], target: float) -> Point | None:
+    """The first point of `curve` whose score is at or above `target`; None if it never is."""
+    for epoch, score, seconds in curve:
+        if score >= target:
+            return Point(int(epoch), float(score), float(seconds))
+    return None
+
+
+def best_score(curve: Sequence[Sequence[float]]) -> float | None:
+    return max((float(s) for _, s, _ in curve), default=None)

@@ -1,0 +1,155 @@
+"""The answer's economics: how much faster, at what cost, paid back when. One definition, here,
+for the printed summary, `economics.json`, the MLflow parent run and the benchmarks.
+
+Both sides of every ratio are the same kind of time on the same clock: training time
+(`train_time_s`: the workers' training steps, without validation, Ray's start-up or the
+trial's warm-up), and each side's process warmed up before its clock starts (its first-use
+costs, `first_use_s`, are recorded apart, for both).
+
+    speedup               baseline_s / found_s: the baseline's run as the user makes it (its N
+                          epochs) against the answer trained as it is handed over
+                          (best_config.json, its epochs, to its end: orchestrator/measure.py),
+                          which reached S - tolerance
+    speedup_same_target   baseline_time_to_target_s / found_time_to_target_s: each run's first
+                          validated epoch at S - tolerance
+    loop_alone_speedup    the baseline's own settings in the optimized loop, projected to its N
+                          epochs: the part of the speedup that needs no search;
+                          `search_adds` = speedup / loop_alone_speedup
+    search_cost_s         the search's wall time from start to finish (Ray's start included),
+                          minus the baseline's run, and nothing else
+    payback_runs          search_cost_s / (baseline_s - found_s): runs until the time saved
+                          pays for the search
+    hit_rate              confirmations that reached the target / confirmations run; the
+                          prediction error is over those that reached it
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from orchestrator.curves import first_at
+from orchestrator.records import TrialRecord
+
+
+@dataclass(frozen=True)
+class Economics:
+    target: float
+    baseline_s: float
+    """The baseline's training time, its whole run (N epochs)."""
+    baseline_time_to_target_s: float | None
+    search_cost_s: float
+    search_cost_baseline_runs: float
+    found_s: float | None = None
+    """The answer's training time, trained as handed over, to its end; None: no answer."""
+    found_time_to_target_s: float | None = None
+    speedup: float | None = None
+    speedup_same_target: float | None = None
+    loop_alone_speedup: float | None = None
+    search_adds: float | None = None
+    payback_runs: float | None = None
+    """None: the answer is not faster than the baseline (it never pays back)."""
+    hit_rate: float | None = None
+    confirmations: int = 0
+    hits: int = 0
+    misses: list[dict] = field(default_factory=list)
+    """The confirmations that did not reach the target: id, status, why."""
+    prediction_error: float | None = None
+    """Median |predicted - measured| / measured time to the target, over the hits."""
+    start_prediction_error: float | None = None
+    first_use_s: dict[str, float | None] = field(default_factory=dict)
+    """Each side's warm-up before its clock (outside both): baseline, found."""
+    found_epochs: int | None = None
+    found_score: float | None = None
+    """The answer's best validated score in its measured run."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def metrics(self) -> dict[str, float]:
+        """The numeric fields, as MLflow metrics of the parent run."""
+        return {k: float(v) for k, v in self.to_dict().items()
+                if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)}
+
+    def write(self, path: Path) -> None:
+        path.write_text(json.dumps(self.to_dict(), indent=2, default=str))
+
+
+def compute(*, baseline: dict, target: float, measured: dict | None, cost_s: float,
+            confirmations: list[TrialRecord], loop_alone_s: float | None = None) -> Economics:
+    """The economics of a search: its baseline's record, its measured answer (measured.json),
+    its cost and its confirmations (this search's trials)."""
+    base_s = float(baseline["train_time_s"])
+    base_at = first_at(baseline.get("curve") or [], target)
+    hits = [r for r in confirmations if r.reached]
+    errors = [abs(r.metrics["prediction_error"]) for r in hits
+              if _finite(r.metrics.get("prediction_error"))]
+    started = [abs(r.metrics["start_prediction_error"]) for r in hits
+               if _finite(r.metrics.get("start_prediction_error"))]
+    found_s = float(measured["train_time_s"]) if measured and measured["reached"] else None
+    found_at = measured.get("time_to_target_s") if found_s else None
+    speedup = base_s / found_s if found_s else None
+    loop_alone = base_s / loop_alone_s if loop_alone_s else None
+    return Economics(
+        target=target, baseline_s=base_s,
+        baseline_time_to_target_s=base_at.seconds if base_at else None,
+        search_cost_s=cost_s, search_cost_baseline_runs=cost_s / base_s,
+        found_s=found_s, found_time_to_target_s=found_at, speedup=speedup,
+        speedup_same_target=(base_at.seconds / found_at) if base_at and found_at else None,
+        loop_alone_speedup=loop_alone,
+        search_adds=speedup / loop_alone if speedup and loop_alone else None,
+        payback_runs=cost_s / (base_s - found_s) if found_s and found_s < base_s else None,
+        hit_rate=len(hits) / len(confirmations) if confirmations else None,
+        confirmations=len(confirmations), hits=len(hits),
+        misses=[{"trial_id": r.trial_id, "status": str(r.status), "reason": r.reason}
+                for r in confirmations if not r.reached],
+        prediction_error=statistics.median(errors) if errors else None,
+        start_prediction_error=statistics.median(started) if started else None,
+        first_use_s={"baseline": baseline.get("first_use_s"),
+                     "found": measured.get("first_use_s") if measured else None},
+        found_epochs=int(measured["epochs"]) if measured else None,
+        found_score=measured.get("best_score") if measured else None)
+
+
+def lines(e: Economics, baseline: dict, errors: list[dict]) -> list[str]:
+    """The printed summary."""
+    out = []
+    if e.found_s is None:
+        out.append("best: nothing reached the baseline's score trained as exported; no "
+                   "speedup to claim")
+    else:
+        out.append(f"speedup            {e.speedup:.2f}x: the baseline's {baseline.get('epochs')}"
+                   f" epochs {e.baseline_s:.1f} s -> best_config.json's {e.found_epochs} epochs "
+                   f"{e.found_s:.1f} s of training (best {e.found_score:.4f}, target "
+                   f"{e.target:.4f})")
+        if e.speedup_same_target:
+            out.append(f"  to the same target {e.speedup_same_target:.2f}x "
+                       f"({e.baseline_time_to_target_s:.1f} s -> "
+                       f"{e.found_time_to_target_s:.1f} s, each run's first epoch at it)")
+        if e.loop_alone_speedup:
+            out.append(f"  the optimized loop alone at the baseline's settings "
+                       f"{e.loop_alone_speedup:.2f}x (projected), the search "
+                       f"{e.search_adds:.2f}x on top")
+    out.append(f"search cost        {e.search_cost_s:.0f} s = {e.search_cost_baseline_runs:.1f}"
+               f" baseline runs (wall time from start to finish, the baseline's run excluded)")
+    if e.found_s is not None:
+        out.append(f"payback            after {e.payback_runs:.1f} runs (each saves "
+                   f"{e.baseline_s - e.found_s:.1f} s)" if e.payback_runs is not None else
+                   "payback            never: the answer is not faster than the baseline")
+    if e.confirmations:
+        out.append(f"hit rate           {e.hits} of {e.confirmations} confirmations reached "
+                   "the target")
+    for err in errors:
+        start = f"; {err['at_start_s']:.1f} s re-timed at its start ({err['start_error']:+.0%})" \
+            if _finite(err.get("start_error")) else ""
+        out.append(f"predicted/measured {err['trial_id']}: {err['predicted_s']:.1f} s predicted,"
+                   f" {err['measured_s']:.1f} s to the target ({err['error']:+.0%}){start}")
+    return out
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, (int, float)) and math.isfinite(value)

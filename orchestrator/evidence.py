@@ -1,0 +1,154 @@
+"""What a search knows from the trials decided so far: one record, read by every decision.
+
+The stopper (orchestrator/stopper.py) cuts trials, the confirmations (orchestrator/screen/
+confirm.py) choose the next one, the trial book (orchestrator/trial_book.py) journals why each
+ended. All three read one `Evidence`; it changes only through its named methods (`reached`,
+`missed`, `stopped`, `earlier_reached`, ...), never by writing its fields from outside, so a
+live search, a resumed one and one that learns from earlier searches agree on what is known.
+
+    best so far   the fastest time to the target any trial (or earlier search) reached
+    reached       trials that reached the target, their time to it and their configuration
+    missed        trials that learned too little, and by how much they fell short
+    stopped       the status and reason of each trial a decision ended
+    twins         the earliest epoch each run can reach the target at, by its decided twins
+    doubts        the model values (width 0.5, patch 16) that missed and never reached
+    calibration   measured over predicted time to the target, of what reached it
+
+Twins are configurations that train the same run but for their precision and speed switches
+(trainables/identity.twin_key): the same model, batch, lr and schedule, so their learning
+curves agree epoch for epoch up to rounding (unet3d's bf16 and fp32 runs of one model and batch
+reached the target an epoch apart, docs/benchmarks.md). Once one twin is decided (it reached the
+target at epoch E, or had not by the epoch k it was cut at), another's time to the target is
+known after two of its epochs: E - TWIN_MARGIN (or k + 1 - TWIN_MARGIN) epochs at its own
+measured pace. On unet3d an fp32 twin of a bf16 run that reached the target was otherwise
+trained 9-11 s (a third of a baseline run) to learn what its second epoch showed.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from typing import Any
+
+from trainables.identity import model_of, twin_key
+from trainables.status import TrialStatus
+
+# Twins' curves differ by rounding: one may reach the target this many epochs before the other.
+TWIN_MARGIN = 1
+
+
+class Evidence:
+    """What decided trials say; empty at first, taught as the search goes."""
+
+    def __init__(self) -> None:
+        self._best_s: float | None = None
+        self._reached: dict[str, tuple[float, dict]] = {}
+        self._missed: dict[str, tuple[float, dict]] = {}
+        self._stopped: dict[str, tuple[TrialStatus, str]] = {}
+        self._twins: dict[str, tuple[int, str]] = {}
+        self._baseline: list[dict] = []
+        self._held: list[dict] = []  # earlier searches' configurations that reached it
+        self._earlier_missed: list[tuple[dict, float]] = []
+        self._expected: dict[str, float] = {}  # trial -> its predicted time to the target
+        self._ratios: list[float] = []  # measured / predicted of earlier searches' results
+
+    # -- what trials say -------------------------------------------------------------------
+    def baseline_reached(self, config: dict[str, Any]) -> None:
+        """The baseline's configuration, every field resolved: it reached the target (the
+        target is its score), so its values are never doubted."""
+        self._baseline = [dict(config)]
+
+    def reached(self, trial_id: str, seconds: float, config: dict | None = None) -> None:
+        """A trial reached the target after `seconds` of training."""
+        self._best_s = min(self._best_s if self._best_s is not None else math.inf, seconds)
+        self._reached.setdefault(trial_id, (float(seconds), dict(config or {})))
+
+    def missed(self, trial_id: str, short_by: float, config: dict | None = None) -> None:
+        """A trial learned too little: it fell `short_by` below the baseline's curve (cut) or
+        the target (after all its epochs)."""
+        self._missed[trial_id] = (float(short_by), dict(config or {}))
+
+    def stopped(self, trial_id: str, status: TrialStatus, reason: str) -> None:
+        """A decision ended the trial, with this status and reason."""
+        self._stopped[trial_id] = (status, reason)
+
+    def expect(self, trial_id: str, predicted_s: float) -> None:
+        """The time to the target predicted for a trial (calibrates later predictions)."""
+        self._expected[trial_id] = float(predicted_s)
+
+    def learn_twin(self, config: dict, epoch: int, reached: bool) -> None:
+        """A decided trial's run reached the target at `epoch` (`reached`), or had not by it."""
+        earliest = epoch - TWIN_MARGIN if reached else epoch + 1 - TWIN_MARGIN
+        why = f"a twin reached the target at epoch {epoch}" if reached else \
+            f"a twin had not reached the target by epoch {epoch}"
+        key = twin_key(config)
+        if key not in self._twins or earliest < self._twins[key][0]:
+            self._twins[key] = (max(1, earliest), why)
+
+    # -- what earlier searches (or a resumed one's finished trials) say -------------------
+    def earlier_reached(self, config: dict, seconds: float, ratio: float | None = None) -> None:
+        """A configuration an earlier search confirmed, `seconds` to the target; `ratio`: its
+        measured over predicted time."""
+        self._best_s = min(self._best_s if self._best_s is not None else math.inf, seconds)
+        self._held.append(dict(config))
+        if ratio is not None and ratio > 0:
+            self._ratios.append(ratio)
+
+    def earlier_missed(self, config: dict, short_by: float) -> None:
+        self._earlier_missed.append((dict(config), float(short_by)))
+
+    # -- reads ---------------------------------------------------------------------------------
+    @property
+    def best_s(self) -> float | None:
+        """The fastest time to the target measured: no trial slower than it can win."""
+        return self._best_s
+
+    def time_to_target(self, trial_id: str) -> float | None:
+        found = self._reached.get(trial_id)
+        return found[0] if found else None
+
+    def shortfall(self, trial_id: str) -> float | None:
+        found = self._missed.get(trial_id)
+        return found[0] if found else None
+
+    def decision(self, trial_id: str) -> tuple[TrialStatus, str] | None:
+        return self._stopped.get(trial_id)
+
+    def decisions(self) -> dict[str, tuple[TrialStatus, str]]:
+        """Every decision so far (a copy): trial id -> (status, reason)."""
+        return dict(self._stopped)
+
+    def twin_epoch(self, config: dict) -> tuple[int, str] | None:
+        """(epoch, why): the earliest epoch `config`'s run can reach the target at, as its
+        decided twins say (the earliest of several: the benefit of the doubt goes to the
+        trial); None when no twin of it is decided."""
+        return self._twins.get(twin_key(config))
+
+    def misses(self) -> list[tuple[dict, float]]:
+        """(configuration, how far short) of every miss, earlier searches' first."""
+        return self._earlier_missed + [(c, gap) for gap, c in self._missed.values()]
+
+    def reached_configs(self, baseline: bool = False) -> list[dict]:
+        """Every configuration known to reach the target (and the baseline's, first, with
+        `baseline`)."""
+        return (self._baseline if baseline else []) + self._held + \
+            [c for _, c in self._reached.values()]
+
+    def doubts(self, knobs: set[str]) -> set[tuple[str, str]]:
+        """(knob, value) pairs, of `knobs`, of the models that missed that no configuration
+        which reached the target holds: the value that keeps missing is likely what learns
+        too little (thinner models and smaller patches trade accuracy for speed)."""
+        held = set().union(*(pairs(c, knobs) for c in self.reached_configs(baseline=True)))
+        return set().union(*(pairs(c, knobs) for c, _ in self.misses())) - held
+
+    def calibration(self) -> float:
+        """Measured over predicted time to the target (median; 1 before any measurement)."""
+        ratios = self._ratios + [self._reached[t][0] / p for t, p in self._expected.items()
+                                 if t in self._reached and p > 0]
+        return statistics.median(ratios) if ratios else 1.0
+
+
+def pairs(config: dict, knobs: set[str]) -> set[tuple[str, str]]:
+    """(knob, value) of `config`'s model, for `knobs` only."""
+    return {(k, repr(v)) for k, v in model_of(config).items() if k in knobs}
+

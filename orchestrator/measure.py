@@ -1,0 +1,113 @@
+"""The measure stage: the answer, trained as it is handed over.
+
+A confirmation trains a configuration on a schedule planned for P epochs and stops it at epoch
+E, the first at the target. What a user runs is `best_config.json`: so the configuration that
+reached the target first is exported with the epochs it needs, E, its schedule planned for them,
+and trained so, from scratch and to its end. That run is the speedup's numerator
+(orchestrator/economics.py): `orchestrator train best_config.json` is the same run.
+
+A schedule planned for E epochs anneals by epoch E, where the P-epoch schedule was still at a
+high learning rate, so the run usually ends above the target; where it does not (its best
+validated score below the target), it is measured again at its whole plan, P epochs, which its
+confirmation showed passes the target on the way. What a search trained as measured is known to
+later searches of the same question on this machine kind (the strategy's `known_measurement`),
+and not trained again.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from orchestrator.curves import best_score, first_at
+from orchestrator.records import Role, TrialRecord
+from orchestrator.stages import StageContext
+from orchestrator.stopper import validation_gate
+from orchestrator.tune_runs import TuneRun, trainable
+from trainables.config import TrialConfig
+from trainables.status import traits
+from trainables.trial.trainable import reuse_actors
+
+# Settings a search adds to its trials for its own bookkeeping, not part of what it hands over.
+SEARCH_ONLY = ("val_skip_above_loss", "val_skip_until")
+
+
+def winner(ctx: StageContext, strategy) -> TrialRecord | None:
+    """The configuration that reached the target in the least training time: this search's
+    trials and the earlier searches' results it reuses."""
+    records = ctx.book.finished(Role.TRIAL) + strategy.earlier()
+    reached = [r for r in records if r.reached and traits(r.status).rankable]
+    return min(reached, key=lambda r: r.time_to_target_s, default=None)
+
+
+def exported(ctx: StageContext, rec: TrialRecord, epochs: int) -> dict[str, Any]:
+    """The full configuration handed over: the fixed settings, the trial's knobs and its
+    profile's picks, for `epochs` epochs (the schedule is planned for them)."""
+    config = {**ctx.prepared.base, **rec.knobs, **rec.picks, "epochs": int(epochs)}
+    defaults = TrialConfig().to_dict()
+    config |= {k: defaults[k] for k in SEARCH_ONLY}
+    return TrialConfig.from_dict(config).to_dict()
+
+
+def run(ctx: StageContext, strategy) -> None:
+    """Measure the winner as exported; write measured.json (absent: nothing reached the
+    target)."""
+    ctx.folder.measured.unlink(missing_ok=True)
+    best = winner(ctx, strategy)
+    if best is None:
+        ctx.say("measure: no configuration reached the target: nothing to hand over")
+        return
+    target = ctx.objective.target
+    reached = first_at(best.curve, target)
+    planned = int({**ctx.prepared.base, **best.knobs}.get("epochs") or ctx.spec.epochs)
+    attempts = sorted({reached.epoch if reached else planned, planned})
+    measured = None
+    for epochs in attempts:
+        config = exported(ctx, best, epochs)
+        measured = strategy.known_measurement(ctx, config) or _train(ctx, config, best)
+        ctx.say(describe(measured, target, str(ctx.folder.root)))
+        if measured["reached"]:
+            break
+    ctx.folder.measured.write_text(json.dumps(measured, indent=2, default=str))
+
+
+def read(ctx: StageContext) -> dict | None:
+    """What the measure stage measured (a resumed search reads it back)."""
+    return json.loads(ctx.folder.measured.read_text()) if ctx.folder.measured.is_file() else None
+
+
+def _train(ctx: StageContext, config: dict, winner_rec: TrialRecord) -> dict:
+    """Train `config` once, to its end (no stopper: its whole run is the measurement)."""
+    base = {**config, **validation_gate(ctx.baseline, ctx.objective.target)}
+    shown = {k: config[k] for k in [*winner_rec.knobs, *winner_rec.picks, "epochs"]
+             if k in config}
+    done = [r for r in ctx.book.finished(Role.MEASURED) if r.knobs == shown]
+    if not done:  # (a resumed search whose measured run ended before the stage was recorded)
+        trial_ctx = ctx.trial_context(base, ctx.objective, profile=(), time_start=True)
+        ctx.book.begin(Role.MEASURED, 1, int(config["epochs"]), base=base)
+        ctx.fit(TuneRun(trainable(trial_ctx, ctx.datasets()), shown, num_samples=1,
+                        max_concurrent=1,
+                        reuse_actors=reuse_actors([int(config.get("workers", 1))],
+                                                  ctx.spec.always_use_worker_group)))
+        done = [r for r in ctx.book.finished(Role.MEASURED) if r.knobs == shown]
+    rec = done[-1]
+    target = ctx.objective.target
+    point = first_at(rec.curve, target)
+    return {"trial_id": rec.trial_id, "config": config, "epochs": rec.epochs,
+            "status": str(rec.status), "train_time_s": rec.metrics.get("train_time_s"),
+            "time_to_target_s": point.seconds if point else None,
+            "reached": point is not None, "val_score": rec.metrics.get("val_score"),
+            "best_score": best_score(rec.curve), "curve": rec.curve,
+            "first_use_s": rec.metrics.get("first_use_s"), "target": target,
+            "search": str(ctx.folder.root)}
+
+
+def describe(measured: dict, target: float, own: str) -> str:
+    how = "trained as exported" if measured.get("search") == own else \
+        f"measured by {measured.get('search')}"
+    if not measured["reached"]:
+        return (f"measure: {measured['epochs']} epochs {how}: best {measured['best_score']:.4f},"
+                f" below the target {target:.4f}")
+    return (f"measure: {measured['epochs']} epochs {how}: {measured['train_time_s']:.1f} s of "
+            f"training, the target {target:.4f} first at "
+            f"{measured['time_to_target_s']:.1f} s, best {measured['best_score']:.4f}")

@@ -1,0 +1,235 @@
+"""The confirm stage: train the fastest predicted to the baseline's accuracy, each stopped once
+decided, until the next prediction cannot beat what was measured.
+
+What earlier searches on the same workload, data and machine kind settled is not trained again
+(orchestrator/screen/knowledge.py): a confirmation that reached this target keeps its time, one
+that learned too little rules out what learns no more. `Confirmations`, a Ray Tune searcher,
+proposes the configurations in order; the stopper (orchestrator/stopper.py) decides each; both
+read the search's `Evidence`.
+"""
+
+from __future__ import annotations
+
+import math
+import pickle
+from dataclasses import dataclass, field
+
+from ray.tune.search import Searcher
+
+from orchestrator.evidence import Evidence, pairs
+from orchestrator.records import Role, TrialRecord
+from orchestrator.screen import predict as predictor
+from orchestrator.screen.knowledge import Knowledge
+from orchestrator.screen.twins import teach_twins
+from orchestrator.stages import StageContext
+from orchestrator.stopper import TargetStopper, validation_gate
+from orchestrator.tune_runs import TuneRun, trainable
+from trainables.config import MANTISSA_BITS, samples_per_step
+from trainables.identity import config_key, learning_key, model_of, run_key
+from trainables.status import TrialStatus, traits
+from trainables.trial.trainable import reuse_actors
+
+# A (calibrated) prediction may be this much too fast: a candidate predicted at most 1/SLACK
+# times a measured time to the target is still worth confirming.
+SLACK = 0.75
+# What a finer precision can give back: bf16's 8-bit mantissa cost the classifier about a point
+# of accuracy against fp32 (docs/benchmarks.md). A miss by more is the model's, not its
+# precision's: on unet3d an fp32 run fell short by 3.3 points where its bf16 twin had by 3.2.
+PRECISION_COST = 0.01
+
+
+class Confirmations(Searcher):
+    """Proposes given configurations (the predict stage's, fastest predicted first) and stops
+    once none left, allowing for prediction error (`slack`), can beat a time to the target
+    already measured (the evidence's `best_s`).
+
+    A miss teaches something: a trial that fell behind the baseline's learning curve, or ended
+    below the target, rules out every configuration that learns no more than it did: the same
+    model (trainables/identity.model_of: width, patch, lr, ...) at as many samples per step or
+    more (a bigger batch learns less per sample) and at as few mantissa bits or fewer, or at
+    any precision when it fell short by more than a precision costs (`PRECISION_COST`). The
+    same model at a smaller batch, or at a finer precision after a near miss, may still reach
+    the target, so it is not ruled out, only tried after every model and precision not yet
+    tried (a confirmation budget spent on one model that cannot learn enough answers nothing),
+    the one that fell least short first.
+    A miss also casts doubt on each value of its model's knobs (`Evidence.doubts`), so a model
+    with fewer doubted values is tried first. The predictions rank candidates by speed alone and
+    the fastest share the thinnest model and the smallest patch: without this, every
+    confirmation of a small budget went to models that could not reach the target (unet3d,
+    docs/benchmarks.md). The baseline's values are never doubted: it reached the target.
+    A configuration that trains the same run (trainables/identity.run_key) as one already
+    proposed, or as one that reached the target in an earlier search, is not proposed: the
+    screen has timed both (the faster, predicted first, is the one proposed).
+    Predictions are calibrated by what was measured: once confirmations have reached the
+    target, every prediction is scaled by the median of their measured / predicted times
+    before the comparison with `best_s`. A few steps miss what a whole run pays per epoch
+    (validation, the epoch's host sync, launches on a GPU), so predictions run short by a
+    similar factor for every candidate, and an uncalibrated bound would confirm candidates that
+    cannot win."""
+
+    def __init__(self, configs: list[dict], predicted: list[float], evidence: Evidence,
+                 slack: float = SLACK):
+        super().__init__()
+        self.configs, self.predicted = list(configs), list(predicted)
+        self.evidence, self.slack = evidence, slack
+        models = [model_of(c) for c in self.configs]
+        self.varied = {k for k in set().union(*models)
+                       if len({repr(m.get(k)) for m in models}) > 1}
+        self.left = list(range(len(self.configs)))  # not proposed yet, fastest predicted first
+        self.proposed: dict[str, dict] = {}  # trial id -> its configuration
+
+    def suggest(self, trial_id: str):
+        i = self.next_index()
+        if i is None:
+            return Searcher.FINISHED  # the rest are predicted slower than a time measured
+        self.left.remove(i)
+        self.proposed[trial_id] = dict(self.configs[i])
+        self.evidence.expect(trial_id, self.predicted[i])
+        return dict(self.configs[i])
+
+    def next_index(self) -> int | None:
+        """The configuration to propose next (None: none left can win). Proposes nothing; it
+        only drops from `left` what a miss or a proposal already rules out."""
+        missed = self.evidence.misses()
+        self.left = [i for i in self.left if not self._same_run(self.configs[i])
+                     and not any(learns_no_more(self.configs[i], m, gap) for m, gap in missed)]
+        short: dict[str, float] = {}  # model -> the least it fell short by
+        for config, gap in missed:
+            short[learning_key(config)] = min(short.get(learning_key(config), math.inf), gap)
+        doubted = self.evidence.doubts(self.varied)
+        # Stable: within a rank, fastest predicted first.
+        order = sorted(self.left, key=lambda i: (
+            len(pairs(self.configs[i], self.varied) & doubted),
+            short.get(learning_key(self.configs[i]), -1.0)))
+        best, scale = self.evidence.best_s, self.evidence.calibration() * self.slack
+        return next((i for i in order if best is None or self.predicted[i] * scale <= best),
+                    None)
+
+    def _same_run(self, config: dict) -> bool:
+        """It trains what a proposed configuration, or one known to reach the target, trains."""
+        return any(run_key(c) == run_key(config)
+                   for c in [*self.proposed.values(), *self.evidence.reached_configs()])
+
+    def on_trial_complete(self, trial_id: str, result: dict | None = None,
+                          error: bool = False) -> None:
+        pass  # what a confirmation measured reaches the evidence through the stopper
+
+    # Tune saves its searcher with the run's state. What is saved is where the queue stands;
+    # the evidence is the search's own, not saved twice.
+    def save(self, checkpoint_path: str) -> None:
+        with open(checkpoint_path, "wb") as f:
+            pickle.dump({"left": self.left, "proposed": self.proposed}, f)
+
+    def restore(self, checkpoint_path: str) -> None:
+        with open(checkpoint_path, "rb") as f:
+            state = pickle.load(f)
+        self.left, self.proposed = state["left"], state["proposed"]
+
+
+def learns_no_more(config: dict, missed: dict, short_by: float = 0.0) -> bool:
+    """`config` learns no more than `missed`, a configuration that missed the target by
+    `short_by`: the same model at as many samples per step or more, at as few mantissa bits or
+    fewer, or at any precision when the miss was larger than a precision can make up."""
+    bits = MANTISSA_BITS.get(config.get("precision"), 0)
+    return model_of(config) == model_of(missed) \
+        and samples_per_step(config) >= samples_per_step(missed) \
+        and (bits <= MANTISSA_BITS.get(missed.get("precision"), 0) or short_by > PRECISION_COST)
+
+
+@dataclass
+class Settled:
+    """What the confirm stage starts from: configurations earlier searches (or this one, before
+    a stop) already settled for this target, and the predictions still to confirm."""
+
+    todo: list[predictor.Prediction] = field(default_factory=list)
+    earlier: list[TrialRecord] = field(default_factory=list)
+    """Confirmed results of earlier searches this one reuses (leaderboard rows)."""
+    settled: int = 0
+    """Configurations earlier searches settled for this target: confirmations of the budget."""
+    skipped: int = 0
+
+
+def settle(predictions: list[predictor.Prediction], knowledge: Knowledge, evidence: Evidence,
+           target: float, own: str, knobs_of) -> Settled:
+    """Split the predictions faster than the baseline into those an earlier search settled for
+    `target` on this machine kind (taught to `evidence`) and those to confirm."""
+    out, seen = Settled(), set()
+    for pred in predictions:
+        if not pred.predicted_speedup > 1.0:
+            continue  # predicted no faster than the baseline: not worth a trial
+        earlier = knowledge.confirmed(pred.trial_config, target, besides=own)
+        if earlier is None:
+            out.todo.append(pred)
+            continue
+        if id(earlier) in seen:
+            continue  # another switch variant of a run already settled: one row, one count
+        seen.add(id(earlier))
+        out.settled += 1
+        teach_twins(evidence, earlier["knobs"], earlier.get("curve"), target, earlier["status"])
+        if earlier.get("time_to_target_s") is not None:
+            # As it ran: the same run, but the switches are the earlier trial's.
+            knobs = {k: earlier["knobs"][k] for k in knobs_of(pred) if k in earlier["knobs"]}
+            out.earlier.append(earlier_record(earlier, knobs))
+            ratio = earlier["time_to_target_s"] / pred.predicted_time_s \
+                if pred.predicted_time_s > 0 else None
+            evidence.earlier_reached(knobs, earlier["time_to_target_s"], ratio)
+        else:
+            out.skipped += 1  # failed, or could not reach this target: never retried here
+            if earlier.get("short_by") is not None:  # it learned too little: so do others
+                evidence.earlier_missed(knobs_of(pred), earlier["short_by"])
+    return out
+
+
+def teach_finished(evidence: Evidence, done: list[TrialRecord], target: float) -> None:
+    """What this search's confirmations that ended before a stop measured counts as it did
+    live: the fastest time to the target, the misses that rule out others, the calibration."""
+    for rec in done:
+        teach_twins(evidence, rec.knobs, rec.curve, target, rec.status)
+        if rec.short_by is not None:
+            evidence.earlier_missed(rec.knobs, rec.short_by)
+        if rec.reached and traits(rec.status).rankable:
+            predicted = (rec.prediction or {}).get("predicted_time_s")
+            evidence.earlier_reached(rec.knobs, rec.time_to_target_s,
+                                     rec.time_to_target_s / predicted if predicted else None)
+
+
+def run_confirmations(ctx: StageContext, todo: list[predictor.Prediction], planned: int,
+                      knobs_of, profile: tuple[str, ...]) -> None:
+    """Train at most `planned` of `todo`, fastest predicted first, each to its decision."""
+    # A candidate whose switches the screen did not time (it times them only for the few
+    # predicted fastest, and confirm may go past those) picks them as a `tune` trial does, by
+    # timing a few steps at its start; one that was timed keeps its value. Each skips the
+    # validations that cannot decide it (trainables/loop/fit.validates).
+    base = {**ctx.prepared.base, **validation_gate(ctx.baseline, ctx.objective.target)}
+    trial_ctx = ctx.trial_context(base, ctx.objective, profile, time_start=True)
+    stopper = TargetStopper(ctx.objective, ctx.evidence, curve=ctx.baseline.get("curve"))
+    ctx.book.begin(Role.TRIAL, ctx.spec.num_trials, ctx.spec.epochs, base=base, predictions={
+        config_key(knobs_of(p)): p.to_dict() for p in todo})
+    searcher = Confirmations([knobs_of(p) for p in todo], [p.predicted_time_s for p in todo],
+                             ctx.evidence)
+    if searcher.next_index() is None:
+        # Nothing left is predicted to beat what was measured: no Tune run to start (one that
+        # ends before its first trial races Tune's own saving of its state).
+        best = ctx.evidence.best_s
+        why = "every one is ruled out by a miss" if best is None else \
+            f"none is predicted to beat {best:.1f} s to the target"
+        ctx.say(f"confirm: nothing to confirm: {why}")
+        return
+    workers = [int(p.config.get("workers", 1)) for p in todo]
+    ctx.fit(TuneRun(trainable(trial_ctx, ctx.datasets()), {}, num_samples=planned,
+                    max_concurrent=ctx.prepared.plan.max_concurrent_trials,
+                    reuse_actors=reuse_actors(workers, ctx.spec.always_use_worker_group),
+                    searcher=searcher, stopper=stopper, time_budget_s=ctx.spec.time_budget_s))
+
+
+def earlier_record(entry: dict, knobs: dict) -> TrialRecord:
+    """An earlier search's confirmed result, as a leaderboard row of this one."""
+    metrics = {"time_to_target_s": entry["time_to_target_s"],
+               "train_time_s": entry["time_to_target_s"],
+               "val_score": entry.get("val_score") or float("nan"),
+               "objective": -entry["time_to_target_s"]}
+    return TrialRecord(entry.get("trial_id", "earlier"), 0, knobs, 0.0, 0.0,
+                       TrialStatus(entry["status"]), reason=f"confirmed by {entry['search']}",
+                       metrics=metrics, role=Role.EARLIER, curve=entry.get("curve") or [],
+                       epochs=int(entry.get("epochs") or 0))
+

@@ -96,10 +96,10 @@ def baseline_epochs(spec, config: dict[str, Any]) -> int:
 
 
 def record_of(kind: str, config: dict[str, Any], rec, parent_run_id: str | None,
-              search: str | None = None) -> dict:
+              search: str | None = None, search_id: str | None = None) -> dict:
     """The baseline's record (what baseline.json keeps) from its trial's record; a baseline that
-    did not run to a valid end is an error: there is nothing to compare with. `search`: the
-    folder of the search that trained it."""
+    did not run to a valid end is an error: there is nothing to compare with. `search`,
+    `search_id`: the folder and id of the search that trained it."""
     m = rec.metrics
     score = _num(m.get("val_score"))
     reached = first_at(rec.curve, score)
@@ -114,7 +114,7 @@ def record_of(kind: str, config: dict[str, Any], rec, parent_run_id: str | None,
         # Its process's warm-up before its clock, and the noise-scale probes outside it: the
         # search's, not the user's run.
         "first_use_s": m.get("first_use_s"), "noise_s": rec.noise_s,
-        "parent_run_id": parent_run_id, "search": search,
+        "parent_run_id": parent_run_id, "search": search, "search_id": search_id,
     }
     if not traits(rec.status).rankable:
         raise RuntimeError(f"the {kind} baseline did not complete ({rec.status}: {rec.reason}); "
@@ -135,10 +135,10 @@ def describe(kind: str, config: dict[str, Any], base: dict[str, Any], epochs: in
 
 def result_line(kind: str, record: dict, own: str | None = None) -> str:
     """'baseline (seeds): val_score 0.7490 in 49.1 s of training'; `kind` is the spec's (a path
-    for a baseline recorded before); `own`: this search's folder (a baseline an earlier search
-    of the same question recorded says where)."""
+    for a baseline recorded before); `own`: this search's id (a baseline an earlier search of
+    the same question recorded says where)."""
     where = kind if kind in BASELINES else f"{record['kind']}, recorded in {kind}"
-    if kind in BASELINES and own is not None and record.get("search") not in (None, own):
+    if kind in BASELINES and own is not None and record.get("search_id") not in (None, own):
         where += f", recorded by {record['search']} (--rerun-baseline trains it again)"
     return (f"baseline ({where}): val_score {record['val_score']:.4f} in "
             f"{record['train_time_s']:.1f} s of training")

@@ -7,11 +7,12 @@ and trained so, from scratch and to its end. That run is the speedup's numerator
 (orchestrator/economics.py): `orchestrator train best_config.json` is the same run.
 
 A schedule planned for E epochs anneals by epoch E, where the P-epoch schedule was still at a
-high learning rate, so the run usually ends above the target; where it does not (its best
-validated score below the target), it is measured again at its whole plan, P epochs, which its
-confirmation showed passes the target on the way. What a search trained as measured is known to
-later searches of the same question on this machine kind (the strategy's `known_measurement`),
-and not trained again.
+high learning rate, so the run often ends above the target; where it does not (its best
+validated score below the target: a schedule squeezed too far), it is measured again halfway to
+its plan, then at its whole plan, P epochs, which its confirmation showed passes the target on
+the way. Each attempt is a run of its own in the search's cost. What a search measured is known
+to later searches of the same question on this machine kind (the strategy's
+`known_measurement`), and not trained again.
 """
 
 from __future__ import annotations
@@ -49,9 +50,15 @@ def exported(ctx: StageContext, rec: TrialRecord, epochs: int) -> dict[str, Any]
     return TrialConfig.from_dict(config).to_dict()
 
 
+def attempts(reached: int, planned: int) -> list[int]:
+    """The lengths the answer is measured at, shortest first, until one reaches the target:
+    the epoch its confirmation first reached it at, halfway to its plan, its whole plan."""
+    return sorted({reached, (reached + planned + 1) // 2, planned})
+
+
 def run(ctx: StageContext, strategy) -> None:
     """Measure the winner as exported; write measured.json (absent: nothing reached the
-    target)."""
+    target), with every attempt."""
     ctx.folder.measured.unlink(missing_ok=True)
     best = winner(ctx, strategy)
     if best is None:
@@ -60,15 +67,16 @@ def run(ctx: StageContext, strategy) -> None:
     target = ctx.objective.target
     reached = first_at(best.curve, target)
     planned = int({**ctx.prepared.base, **best.knobs}.get("epochs") or ctx.spec.epochs)
-    attempts = sorted({reached.epoch if reached else planned, planned})
-    measured = None
-    for epochs in attempts:
+    tried: list[dict] = []
+    for epochs in attempts(reached.epoch if reached else planned, planned):
         config = exported(ctx, best, epochs)
         measured = strategy.known_measurement(ctx, config) or _train(ctx, config, best)
-        ctx.say(describe(measured, target, str(ctx.folder.root)))
+        tried.append(measured)
+        ctx.say(describe(measured, target, ctx.search_id))
         if measured["reached"]:
             break
-    ctx.folder.measured.write_text(json.dumps(measured, indent=2, default=str))
+    answer = {**tried[-1], "attempts": tried}
+    ctx.folder.measured.write_text(json.dumps(answer, indent=2, default=str))
 
 
 def read(ctx: StageContext) -> dict | None:
@@ -99,11 +107,11 @@ def _train(ctx: StageContext, config: dict, winner_rec: TrialRecord) -> dict:
             "reached": point is not None, "val_score": rec.metrics.get("val_score"),
             "best_score": best_score(rec.curve), "curve": rec.curve,
             "first_use_s": rec.metrics.get("first_use_s"), "target": target,
-            "search": str(ctx.folder.root)}
+            "search": str(ctx.folder.root), "search_id": ctx.search_id}
 
 
 def describe(measured: dict, target: float, own: str) -> str:
-    how = "trained as exported" if measured.get("search") == own else \
+    how = "trained as exported" if measured.get("search_id") == own else \
         f"measured by {measured.get('search')}"
     if not measured["reached"]:
         return (f"measure: {measured['epochs']} epochs {how}: best {measured['best_score']:.4f},"

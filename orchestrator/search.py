@@ -20,6 +20,7 @@ import json
 import os
 import sys
 import time
+import uuid
 from collections.abc import Callable
 from typing import TextIO, TypeVar
 
@@ -128,10 +129,13 @@ class Search:
         previous = self.folder.read_state() if self.resume else {}
         if not self.resume:
             self.folder.start_fresh()
+        # A folder written before search ids names its search by its path.
+        search_id = previous.get("search_id") or (str(self.folder.root) if self.resume
+                                                  else uuid.uuid4().hex)
         self.tracker = self.tracker or MlflowTracker(
             spec.resolved_tracking_uri(), artifact_root=spec.resolved_artifact_root(),
             fallback_dir=self.folder.root, outbox_file=self.folder.outbox)
-        self.ctx = self._context(prepared)
+        self.ctx = self._context(prepared, search_id)
         self._header(prepared)
         self.tracker.start_search(
             spec.name,
@@ -144,17 +148,18 @@ class Search:
             parent_run_id=previous.get("parent_run_id"), dataset=dataset_record(prepared.data))
         self.ctx.book.discard_cut_short()
         self.folder.write_state(spec=portable_spec(spec.to_dict(), self.folder.root.parent),
-                                parent_run_id=self.tracker.parent_run_id,
+                                search_id=search_id, parent_run_id=self.tracker.parent_run_id,
                                 tracking_uri=self.tracker.location, finished=False)
 
-    def _context(self, p: Prepared) -> StageContext:
+    def _context(self, p: Prepared, search_id: str = "") -> StageContext:
         if self.uses_ray and not self.spec.rerun_duplicates and self.spec.strategy == "tune":
             from trainables.trial.ledger import start_ledger
 
             self.ledger = start_ledger()
         ctx = StageContext(spec=self.spec, prepared=p, folder=self.folder, book=None,
-                           tracker=self.tracker, out=self.out, fit=self._fit, objective=self.objective,
-                           ledger=self.ledger)
+                           tracker=self.tracker, out=self.out, fit=self._fit,
+                           objective=self.objective, ledger=self.ledger,
+                           search_id=search_id)
         ctx.book = TrialBook(self.tracker, out=self.out, journal=self.folder.journal,
                              base=p.base, ledger=self.ledger,
                              seed=p.base.get("seed", self.spec.seed), evidence=ctx.evidence)
@@ -173,12 +178,12 @@ class Search:
                 done = ctx.book.finished(Role.BASELINE)  # ended, its stage not recorded
                 rec = done[-1] if done else self._train_baseline(config)
                 record = baselines.record_of(kind, config, rec, self.tracker.parent_run_id,
-                                             str(self.folder.root))
+                                             str(self.folder.root), ctx.search_id)
         else:  # measured before: compare with it, do not run it again
             record = baselines.load_record(kind)
         self.folder.baseline.write_text(json.dumps(record, indent=2, default=str))
         self.read_baseline()
-        ctx.say(baselines.result_line(kind, record, str(self.folder.root)))
+        ctx.say(baselines.result_line(kind, record, ctx.search_id))
 
     def _train_baseline(self, config: dict):
         from trainables.trial.trainable import reuse_actors
@@ -225,7 +230,7 @@ class Search:
         here = time.time() - self.started
         before = sum(s for stage, s in self.earlier_s.items() if stage != Stage.BASELINE)
         baseline = self.ctx.baseline or {}
-        trained_here = baseline.get("search") == str(self.folder.root) and \
+        trained_here = baseline.get("search_id") == self.ctx.search_id and \
             Stage.BASELINE in self.seconds
         run_s = self.seconds[Stage.BASELINE] - float(baseline.get("noise_s") or 0.0) \
             if trained_here else 0.0

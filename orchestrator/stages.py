@@ -68,6 +68,9 @@ class StageContext:
     searcher and the trial book."""
     ledger: Any = None
     """The search's duplicate ledger (strategy 'tune' without rerun_duplicates), or None."""
+    search_id: str = ""
+    """This search's id (a resumed search keeps it; a new search under the same name gets a
+    new one): what it records is told apart from what earlier searches recorded."""
     _datasets: dict | None = None
 
     def say(self, line: str) -> None:

@@ -231,5 +231,5 @@ def earlier_record(entry: dict, knobs: dict) -> TrialRecord:
     return TrialRecord(entry.get("trial_id", "earlier"), 0, knobs, 0.0, 0.0,
                        TrialStatus(entry["status"]), reason=f"confirmed by {entry['search']}",
                        metrics=metrics, role=Role.EARLIER, curve=entry.get("curve") or [],
-                       epochs=int(entry.get("epochs") or 0))
+                       epochs=int(entry.get("epochs") or 0), picks=entry.get("picks") or {})
 

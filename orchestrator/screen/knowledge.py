@@ -101,11 +101,11 @@ class Knowledge:
         reach this same target (not retried here). A confirmation of the same run at other
         speed switches (`run_key`: a screen variant, or the profile's pick) settles it too when
         what it measured is the run's, not its switches': it reached the target, or learned
-        too little (`short_by`). `besides`: a search folder whose own confirmations do not
-        count (a resumed search's are rows of its journal already)."""
+        too little (`short_by`). `besides`: a search id whose own confirmations do not count
+        (a resumed search's are rows of its journal already)."""
         key, run = config_key(config), run_key(config)
         for e in reversed(self._here(CONFIRM)):
-            if besides is not None and e.get("search") == besides:
+            if besides is not None and e.get("search_id", e.get("search")) == besides:
                 continue
             same = config_key(e["config"]) == key
             if not same and run_key(e["config"]) != run:

@@ -22,7 +22,7 @@ class Progress:
         if total and _is_terminal(out):
             from tqdm import tqdm
 
-            self.bar = tqdm(total=total, desc=f"screen: {label}", unit="config", file=out,
+            self.bar = tqdm(total=total, desc=label, unit="config", file=out,
                             leave=False, dynamic_ncols=True)
 
     def advance(self, n: int = 1) -> None:
@@ -39,7 +39,7 @@ class Progress:
         if self.bar is not None:
             self.bar.close()
         elif self.total and exc[0] is None:
-            print(f"screen: {self.label}: {self.done} of {self.total} timed in "
+            print(f"{self.label}: {self.done} of {self.total} timed in "
                   f"{time.time() - self.started:.1f} s", file=self.out, flush=True)
 
 

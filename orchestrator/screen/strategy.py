@@ -113,7 +113,10 @@ class ScreenStrategy(Strategy):
     # -- screen -------------------------------------------------------------------------------
     def screen(self, ctx: StageContext) -> None:
         started, p = time.time(), ctx.prepared
-        results, reused = self._timed(ctx, screening.candidates(p.searched, p.base), "screen")
+        # The baseline's own settings in the optimized loop ride along with the first round.
+        timed, known = self._timed(ctx, [*screening.candidates(p.searched, p.base),
+                                         self._loop_alone_config(ctx)], "screen: round 1")
+        results, alone, reused = timed[:-1], timed[-1], sum(known[:-1])
         pinned = set(ctx.spec.base) | set(p.searched)
         if ctx.spec.profile != "off":  # then the switches: the few predicted fastest, a batch
             # of each model a confirmation may reach
@@ -124,10 +127,9 @@ class ScreenStrategy(Strategy):
                                           set(screening.SWITCHES))
             variants = [v for config in refined for v in screening.switch_variants(
                 config, p.data.meta(), p.plan.use_gpu, pinned)]
-            more, more_reused = self._timed(ctx, variants, "switches")
-            results, reused = results + more, reused + more_reused
-        alone, _ = self._timed(ctx, [self._loop_alone_config(ctx)], "the loop alone")
-        self.results, self.loop_alone = self._retime(ctx, results), alone[0]
+            more, more_known = self._timed(ctx, variants, "screen: speed switches")
+            results, reused = results + more, reused + sum(more_known)
+        self.results, self.loop_alone = self._retime(ctx, results), alone
         ctx.folder.screen.write_text(json.dumps(
             {"results": self.results, "loop_alone": self.loop_alone}, indent=2, default=str))
         ctx.say(screening.describe(self.results, time.time() - started, reused))
@@ -140,8 +142,9 @@ class ScreenStrategy(Strategy):
                 "epochs": int(record.get("epochs") or record["config"].get("epochs", 1))}
 
     def _timed(self, ctx: StageContext, configs: list[dict], label: str
-               ) -> tuple[list[dict], int]:
-        """Screen results of `configs`: an earlier search's on this machine kind, else timed."""
+               ) -> tuple[list[dict], list[bool]]:
+        """Screen results of `configs`: an earlier search's on this machine kind, else timed;
+        and which were known."""
         p, knowledge = ctx.prepared, self.knowledge(ctx)
         known = [knowledge.screened(c) for c in configs]
         todo = [c for c, k in zip(configs, known) if k is None]
@@ -156,7 +159,7 @@ class ScreenStrategy(Strategy):
                 k = next(fresh)
                 knowledge.add(SCREEN, result=k)
             results.append(k)
-        return results, len(configs) - len(todo)
+        return results, [k is not None for k in known]
 
     def _retime(self, ctx: StageContext, results: list[dict]) -> list[dict]:
         """`results` with the contenders (CONTENDERS x confirmations of the predicted fastest,
@@ -172,7 +175,7 @@ class ScreenStrategy(Strategy):
         again: dict[int, list[dict]] = {i: [] for i in todo}
         for round_ in range(screening.ROUNDS - 1):
             order = todo[::-1] if round_ % 2 == 0 else todo  # the first round went forward
-            label = f"contenders, round {round_ + 2} of {screening.ROUNDS}"
+            label = f"screen: contenders, round {round_ + 2} of {screening.ROUNDS}"
             with Progress(ctx.out, len(order), label) as bar:
                 p = ctx.prepared
                 timed = screening.run_screen(
@@ -213,7 +216,7 @@ class ScreenStrategy(Strategy):
         """What earlier searches settled for this target, taught to the evidence once."""
         if not self.settled.todo and not self.settled.settled:
             self.settled = settle(self.predictions, self.knowledge(ctx), ctx.evidence,
-                                  ctx.objective.target, str(ctx.folder.root),
+                                  ctx.objective.target, ctx.search_id,
                                   lambda p: self.trial_knobs(ctx, p))
         return self.settled
 
@@ -269,25 +272,26 @@ class ScreenStrategy(Strategy):
         """Every confirmation of this search that ended (not cut short by a stop) and is not
         in the measurements yet, with how far it fell short when it learned too little (a later
         search rules out what learns no more)."""
-        own, knowledge = str(ctx.folder.root), self.knowledge(ctx)
+        own, knowledge = ctx.search_id, self.knowledge(ctx)
         known = {e.get("trial_id") for e in knowledge.entries
-                 if e["kind"] == CONFIRM and e.get("search") == own}
+                 if e["kind"] == CONFIRM and e.get("search_id") == own}
         for rec in ctx.book.finished(Role.TRIAL):
             if rec.trial_id in known or traits(rec.status).on_resume != OnResume.KEEP:
                 continue
             knowledge.add(CONFIRM, config={**ctx.prepared.base, **rec.knobs}, knobs=rec.knobs,
-                          short_by=rec.short_by, target=target, status=str(rec.status),
+                          picks=rec.picks, short_by=rec.short_by, target=target, status=str(rec.status),
                           trial_id=rec.trial_id, time_to_target_s=rec.time_to_target_s,
                           val_score=rec.metrics.get("val_score"), curve=rec.curve,
-                          epochs=rec.epochs, search=own)
+                          epochs=rec.epochs, search=str(ctx.folder.root), search_id=own)
 
     def finished(self, ctx: StageContext, measured: dict | None) -> None:
-        knowledge, own = self.knowledge(ctx), str(ctx.folder.root)
-        if ctx.baseline and ctx.baseline.get("search") == own and \
+        knowledge, own = self.knowledge(ctx), ctx.search_id
+        if ctx.baseline and ctx.baseline.get("search_id") == own and \
                 knowledge.baseline(ctx.baseline["config"]) is None:
             knowledge.add(BASELINE, config=ctx.baseline["config"], record=ctx.baseline)
-        if measured and measured.get("search") == own:
-            knowledge.add(MEASURED, config=measured["config"], target=ctx.objective.target,
-                          measurement=measured)
-        knowledge.add(SEARCH, folder=own, time=time.time())
+        for attempt in (measured or {}).get("attempts", []):  # each length, reached or not
+            if attempt.get("search_id") == own:
+                knowledge.add(MEASURED, config=attempt["config"], target=ctx.objective.target,
+                              measurement=attempt)
+        knowledge.add(SEARCH, folder=str(ctx.folder.root), search_id=own, time=time.time())
 

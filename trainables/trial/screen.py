@@ -15,6 +15,7 @@ after) on one batch of the training shard; `trainables.loop.profile.StepTimer` d
 
 from __future__ import annotations
 
+import statistics
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
@@ -109,18 +110,23 @@ def screen_each(plan: ScreenPlan, train_shard, device: torch.device, world: int 
 
 def _feed(shard, batch: int, device: torch.device, seed: int, rank: int):
     """(a first batch, the one-off read of the shard, the feed's own seconds per batch): what a
-    trial's cached feed costs beside its steps (`ShardFeed`: the read, then indexed epochs)."""
+    trial's cached feed costs beside its steps (`ShardFeed`: the read, then indexed epochs).
+    Per batch is the median over an epoch's batches, as a step is the median of its steps: on
+    a 2-core machine another process (Ray's own, the read's executor winding down) takes a
+    core now and then, and an indexing op's two threads then wait milliseconds for it (one
+    such window turned 20 us a batch into 3 ms, and a tiny model's prediction 1.6x slow)."""
     feed = ShardFeed(shard, batch_size=batch, device=device, cache=True, shuffle=True,
                      drop_last=True, seed=seed, rank=rank)
     t0 = time.perf_counter()
     batches = feed(0)
     first = next(batches)
     load_s = time.perf_counter() - t0
-    t1, n = time.perf_counter(), 0
+    times, t1 = [], time.perf_counter()
     for _ in batches:  # the rest of an epoch: indexing and copies, no model
-        n += 1
-    data_s = (time.perf_counter() - t1) / max(n, 1)
-    return first, load_s, data_s
+        now = time.perf_counter()
+        times.append(now - t1)
+        t1 = now
+    return first, load_s, statistics.median(times) if times else 0.0
 
 
 def screen_in_process(plan: ScreenPlan, datasets: dict, use_gpu: bool) -> Iterator[dict]:

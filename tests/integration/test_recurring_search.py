@@ -1,0 +1,82 @@
+"""A search asked again stands by its answer (issue 38, item 6), through the Python API with a
+model given as a function: the same model, data, machine kind and target settle everything the
+first search measured, so the second trains nothing (no baseline, no confirmation, no measured
+run), costs a fraction of the first and hands over the same configuration; a second model on the
+same data, in the same output folder, shares nothing with the first."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+from torch import nn
+
+from orchestrator import SearchSpec, run_search
+
+pytestmark = pytest.mark.integration
+
+
+def small(cfg, meta):
+    c = max(4, round(8 * cfg.width))
+    return nn.Sequential(nn.Conv2d(meta.in_channels, c, 3, padding=1), nn.ReLU(),
+                         nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(c, meta.num_classes))
+
+
+def other(cfg, meta):  # another model: its own measurements
+    c = max(4, round(6 * cfg.width))
+    return nn.Sequential(nn.Conv2d(meta.in_channels, c, 5, padding=2), nn.ReLU(),
+                         nn.AdaptiveMaxPool2d(1), nn.Flatten(), nn.Linear(c, meta.num_classes))
+
+
+def _spec(tmp_path: Path, data: dict, model, name: str) -> SearchSpec:
+    return SearchSpec(name=name, model=model, data=data, strategy="screen", full_epochs=6,
+                      num_trials=2, tolerance=0.05, seed=0,
+                      space={"precision": ["fp32", "bf16-mixed"], "width": [0.5, 1.0]},
+                      base={"batch_size": 32, "lr": 0.03, "patch_size": None},
+                      output_dir=str(tmp_path / "runs"),
+                      tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
+
+
+def _trained(out: str) -> list[str]:
+    """The trials a search's output says it started."""
+    return [line for line in out.splitlines() if line.startswith("[") and "] start" in line]
+
+
+def test_a_repeated_search_trains_nothing_and_hands_over_the_same_answer(ray_session, tmp_path):
+    import numpy as np
+
+    from tests.conftest import make_npz, sqlite_store
+
+    with np.load(make_npz(tmp_path / "tiny.npz", n=320, n_val=80, size=12, channels=1)) as f:
+        data = {k: f[k] for k in ("x", "y", "x_val", "y_val")}
+    sqlite_store(tmp_path)
+    first_out = io.StringIO()
+    first = run_search(_spec(tmp_path, data, small, "mine"), out=first_out)
+    assert first.economics is not None, first_out.getvalue()[-3000:]
+    assert _trained(first_out.getvalue())  # its baseline at least
+
+    out = io.StringIO()
+    again = run_search(_spec(tmp_path, data, small, "mine"), out=out)  # the same folder, anew
+    printed = out.getvalue()
+    assert _trained(printed) == [], printed  # nothing trains: not the baseline, not a trial
+    assert "recorded by" in printed  # the baseline an earlier search recorded
+    assert again.baseline["val_score"] == first.baseline["val_score"]
+    # The same answer, to the byte, and the same speedup: nothing was re-measured.
+    assert again.best_config == first.best_config
+    for key in ("speedup", "found_s", "baseline_s", "target"):
+        assert again.economics[key] == first.economics[key], key
+    assert again.economics["search_cost_s"] <= 0.5 * first.economics["search_cost_s"]
+    folder = Path(again.output_dir)
+    assert json.loads((folder / "economics.json").read_text()) == again.economics
+
+    # Another model on the same data, in the same folder: it learns nothing from the first.
+    out = io.StringIO()
+    run_search(_spec(tmp_path, data, other, "theirs"), out=out)
+    printed = out.getvalue()
+    assert "learning from" not in printed and "recorded by" not in printed, printed
+    assert "[baseline" in printed  # its own baseline trains
+    files = sorted((tmp_path / "runs" / "measurements").glob("*.jsonl"))
+    assert len(files) == 2 and any("small" in f.name for f in files) and \
+        any("other" in f.name for f in files)

@@ -34,9 +34,10 @@ SEEDS_BEFORE: dict[str, Any] = {
 
 
 def resolved_kind(spec) -> str:
-    """The default: 'seeds' for a built-in workload, 'base' for a model of your own (the seeds'
-    habits say nothing about your model)."""
-    return spec.baseline or ("base" if spec.model is not None else "seeds")
+    """The default: 'seeds' for a built-in workload, 'base' for a model or task of your own
+    (the seeds' habits say nothing about your training)."""
+    return spec.baseline or ("base" if spec.model is not None or spec.task is not None
+                             else "seeds")
 
 
 # What a recorded baseline (a baseline.json of an earlier search) must hold.
@@ -71,18 +72,19 @@ def load_record(path: str | Path) -> dict:
     return record
 
 
-def baseline_config(kind: str, base: dict[str, Any]) -> dict[str, Any]:
+def baseline_config(kind: str, base: dict[str, Any],
+                    own: dict[str, Any] | None = None) -> dict[str, Any]:
     """The baseline's full trial settings: the search's fixed settings, with the seeds' 'before'
-    habits on top for 'seeds'."""
+    habits on top for 'seeds', and the baseline's own settings (`baseline_set`) last."""
     if kind != "seeds":
-        return dict(base)
+        return {**base, **(own or {})}
     config = {**base, **SEEDS_BEFORE}
     if base.get("workload") == "unet3d":
         # The 3D seed's 'before' is fp32 at full width, no checkpointing, and the small batch a
         # volume workload runs at (batch 32 of volumes is nobody's habit and no step on few
         # volumes).
         config |= {"batch_size": 2, "width": 1.0, "grad_checkpointing": False}
-    return config
+    return {**config, **(own or {})}
 
 
 def baseline_epochs(spec, config: dict[str, Any]) -> int:
@@ -177,9 +179,10 @@ def baseline_row(record: dict | None, knobs: list[str]) -> dict | None:
     """The leaderboard row of the baseline (role 'baseline', rank 0)."""
     if record is None:
         return None
-    cfg = record["config"]
+    cfg = resolved_config(record)  # its values where it ran with the defaults
     return {"rank": 0, "trial_id": record.get("trial_id"), "status": record["status"],
-            **{k: cfg.get(k) for k in knobs}, "val_score": record["val_score"],
+            **{k: cfg.get(k) for k in knobs}, "planned_epochs": record.get("epochs"),
+            "val_score": record["val_score"],
             "train_time_s": record["train_time_s"],
             "full_run_s": record.get("full_run_s") or record["train_time_s"],
             "speedup_vs_baseline": 1.0, "role": "baseline"}

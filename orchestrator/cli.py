@@ -15,6 +15,7 @@ traceback file and the resume command); 130 interrupted (Ctrl-C).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import typing
 
@@ -129,6 +130,11 @@ def run(args: argparse.Namespace) -> SearchResult | None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # `--model module:function`, `--task module:Class`, `--space module:function` import from
+    # the working directory, as `python -m` would (the installed command's own folder is
+    # first on its path instead).
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
     args = build_parser().parse_args(argv)
     try:
         result = run(args)

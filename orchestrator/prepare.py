@@ -16,6 +16,7 @@ from orchestrator import resources
 from orchestrator.errors import InputError
 from orchestrator.machine import cpu_model
 from orchestrator.spec import SearchSpec
+from orchestrator.task_check import check_task
 from search_spaces import SpaceContext, check_space, domain_values, resolve_space
 from search_spaces.inputs import check_inputs, default_patch
 from search_spaces.pin import describe_pinned, pin
@@ -82,6 +83,8 @@ def _prepare(spec, data, total_cpus, total_gpus, worker_cpus) -> Prepared:
     searched, fixed, pinned = pin(searched, fixed, spec.base)
     base = default_patch({**spec.trial_base(), **fixed}, searched, data)
     check_inputs(spec.num_trials, searched, data)
+    if spec.task is not None or spec.model is not None:  # yours: tried on a tiny batch now
+        check_task(spec.resolved_task(data.meta().task), data, base)
     plan = resources.plan(total_cpus, total_gpus, cpus_per_trial=spec.cpus_per_trial,
                           max_concurrent=spec.max_concurrent_trials,
                           max_workers=max(worker_counts(searched, base)),

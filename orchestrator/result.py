@@ -71,7 +71,7 @@ def compact(trials: pd.DataFrame, knobs: list[str]) -> str:
     """The leaderboard in at most WIDTH columns: only the knobs whose values differ between
     rows, and the measures that decide (time to the target where there is one, else training
     time). Knob columns that still do not fit are left to the wide table and the CSV."""
-    varied = [k for k in knobs if k in trials and trials[k].astype(str).nunique() > 1]
+    varied = [k for k in knobs if k in trials and trials[k].nunique(dropna=False) > 1]
     measures = [c for c in COMPACT if c in trials and trials[c].notna().any()]
     if "time_to_target_s" in measures:
         measures.remove("train_time_s")

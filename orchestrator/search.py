@@ -141,7 +141,8 @@ class Search:
             spec.name,
             params={"objective": self.objective.formula, "num_trials": spec.num_trials,
                     "epochs": spec.epochs, "data": prepared.data.source, "seed": spec.seed,
-                    "strategy": spec.strategy, **self.strategy.params(self.ctx)},
+                    "strategy": spec.strategy, "task": self._task_name(),
+                    **self.strategy.params(self.ctx)},
             artifacts={"spec.yaml": yaml.safe_dump(spec.to_dict(), sort_keys=False),
                        "search_space.json": json.dumps(describe_space(prepared.searched),
                                                        indent=2)},
@@ -170,7 +171,7 @@ class Search:
         if kind == "none":
             return
         if kind in baselines.BASELINES:
-            config = baselines.baseline_config(kind, ctx.prepared.base)
+            config = baselines.baseline_config(kind, ctx.prepared.base, self.spec.baseline_set)
             config = {**config, "epochs": baselines.baseline_epochs(self.spec, config)}
             record = None if self.spec.rerun_baseline else \
                 self.strategy.known_baseline(ctx, config)
@@ -237,10 +238,18 @@ class Search:
         return max(0.0, here + before - run_s)
 
     # -- what the stages share ----------------------------------------------------------------
+    def _task_name(self) -> str:
+        """What the trials train, as MLflow records it: your task's 'module:Class', your
+        model's, or the built-in workload's."""
+        from trainables.loop.task import name_of
+
+        task = self.ctx.task()
+        return name_of(task) if task is not None else f"built-in {self.spec.workload}"
+
     def _header(self, p: Prepared) -> None:
         spec, out = self.spec, self.out
         kind = baselines.resolved_kind(spec)
-        config = baselines.baseline_config(kind, p.base)
+        config = baselines.baseline_config(kind, p.base, spec.baseline_set)
         print(f"search {spec.name!r}: {spec.trials_line()} on {p.data.describe()}", file=out)
         print("  " + baselines.describe(kind, config, p.base,
                                         baselines.baseline_epochs(spec, config)), file=out)

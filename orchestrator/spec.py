@@ -45,6 +45,12 @@ class SearchSpec:
     model: str | Any | None = field(default=None, metadata={"metavar": "module:function"})
     """Your own model builder as 'module:function' (needs `data`), or (API) a function
     (TrialConfig, DataMeta) -> nn.Module. Every switch of the loop applies to it."""
+    task: str | Any | None = field(default=None, metadata={"metavar": "module:Class"})
+    """Your own training as a Task: its model, loss, optimizer (and schedule), score and an
+    optional augmentation (trainables/loop/task.py, docs/reference.md#your-training-a-task), as
+    'module:Class' (made with no arguments) or (API) an object; needs `data`. Every switch of
+    the loop applies to it. Instead of `model`, whose built-in rest (cross-entropy, AdamW,
+    accuracy or Dice) it replaces."""
     data: str | Any | None = field(default=None, metadata={"metavar": "PATH"})
     """An .npz (`x`, `y`, optional `x_val`, `y_val`), a .parquet (tensor column `x`, label
     column `y`), a folder of .npy volumes, or (API) an ArrayData / a dict of arrays; default
@@ -88,6 +94,11 @@ class SearchSpec:
     run them today), 'none', or the path of a baseline measured before (an earlier search's
     `baseline.json`: compared with, not run again). Default: 'seeds' for built-in workloads,
     'base' for your model."""
+    baseline_set: dict[str, Any] = field(default_factory=dict,
+                                         metadata={"flag": "--baseline-set"})
+    """The baseline's own settings where your run today differs from the fixed ones (`base`),
+    e.g. batch_size=100: the space may still search them (a knob you `--set` is pinned for every
+    trial instead)."""
     rerun_baseline: bool = False
     """Train the baseline again even where an earlier screen search of the same model, data,
     settings and length recorded it on this machine kind (by default that one is reused: the
@@ -154,7 +165,14 @@ class SearchSpec:
         if self.model is not None and self.data is None:
             raise ValueError("a custom model needs its own data: pass data (an .npz, a folder "
                              "of .npy volumes, or arrays)")
+        if self.task is not None and self.data is None:
+            raise ValueError("your task needs its own data: pass data (an .npz, a folder of .npy "
+                             "volumes, or arrays)")
+        if self.task is not None and self.model is not None:
+            raise ValueError("give a task or a model, not both: the task builds its model "
+                             "(its `model(cfg, meta)` method)")
         self.resolved_model()  # a bad module:function path fails now
+        self.resolved_task()
         for key, value, lowest in (("epochs", self.epochs, 1), ("num_trials", self.num_trials, 1)):
             if not isinstance(value, int) or isinstance(value, bool) or value < lowest:
                 raise ValueError(f"{key} must be an integer >= {lowest} (got {value!r})")
@@ -191,6 +209,13 @@ class SearchSpec:
         if not isinstance(self.base, dict):
             raise ValueError("base must be a mapping of trial setting -> value")
         TrialConfig.from_dict(self.trial_base())  # unknown or invalid fixed settings fail now
+        if not isinstance(self.baseline_set, dict):
+            raise ValueError("baseline_set must be a mapping of trial setting -> value")
+        if self.baseline_set:
+            try:
+                TrialConfig.from_dict({**self.trial_base(), **self.baseline_set})
+            except ValueError as err:
+                raise ValueError(f"baseline_set: {err}") from None
 
     def trials_line(self) -> str:
         """What trains, for the header: '8 trials x 3 epochs', or under strategy screen (whose
@@ -200,7 +225,7 @@ class SearchSpec:
         return f"{self.num_trials} trials x {self.epochs} epochs"
 
     def trial_base(self) -> dict[str, Any]:
-        workload = self.workload if self.model is None else "custom"
+        workload = self.workload if self.model is None and self.task is None else "custom"
         return {"workload": workload, "epochs": self.epochs, "seed": self.seed, **self.base}
 
     def resolved_model(self):
@@ -210,6 +235,28 @@ class SearchSpec:
         from search_spaces import load_function
 
         return load_function(str(self.model), "model")
+
+    def resolved_task(self, kind: str = "classify"):
+        """What the trials train (trainables/loop/task.py): your task (a 'module:Class' path
+        made with no arguments, a class, or an object), your model with the built-in rest for
+        the data's `kind`, or None for a built-in workload."""
+        from trainables.loop.task import ModelTask
+
+        if self.task is None:
+            model = self.resolved_model()
+            return ModelTask(model, kind) if model is not None else None
+        task = self.task
+        if isinstance(task, str):
+            from search_spaces import load_function
+
+            task = load_function(task, "task")
+        if isinstance(task, type):
+            try:
+                task = task()
+            except TypeError as err:
+                raise ValueError(f"task {_qualname(task)} must be made with no arguments "
+                                 f"({err}); or pass an object of it through the API") from None
+        return task
 
     @property
     def arrays(self):
@@ -245,9 +292,12 @@ class SearchSpec:
     def to_dict(self) -> dict[str, Any]:
         """Plain data (what spec.yaml holds): objects given through the API become names."""
         out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-        for key in ("space", "model"):
-            if out[key] is not None and not isinstance(out[key], (str, dict)):
-                out[key] = _qualname(out[key])
+        for key in ("space", "model", "task"):
+            value = out[key]
+            if value is not None and not isinstance(value, (str, dict)):
+                # A function or a class by its name; a task object by its class's.
+                named = value if isinstance(value, type) or key != "task" else type(value)
+                out[key] = _qualname(named)
         if out["data"] is not None and not isinstance(out["data"], str):
             out["data"] = f"<in-memory {type(out['data']).__name__}>"
         return out

@@ -87,6 +87,11 @@ class StageContext:
                                              worker_counts=worker_counts(p.searched, p.base))
         return self._datasets
 
+    def task(self):
+        """What the trials train (trainables/loop/task.py): the spec's task, or its model with
+        the built-in rest, or None for a built-in workload."""
+        return self.spec.resolved_task(self.prepared.data.meta().task)
+
     def profile(self) -> tuple[str, ...]:
         """The speed-only switches each trial picks by timing a few steps at its start."""
         p = self.prepared
@@ -102,7 +107,7 @@ class StageContext:
 
         p = self.prepared
         return TrialContext(
-            base=base, meta=p.data.meta(), model_builder=self.spec.resolved_model(),
+            base=base, meta=p.data.meta(), task=self.task(),
             n_train=len(p.data.x_train), resources=p.plan,
             storage_path=str(self.folder.train_storage), objective=objective,
             always_use_worker_group=self.spec.always_use_worker_group,

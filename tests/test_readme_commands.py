@@ -40,6 +40,8 @@ JOB = "covered by tests/integration/test_cluster_rehearsal.py::" \
       "test_every_trial_runs_on_the_worker_node_and_its_records_come_from_there"
 BAD_INPUT = "covered by tests/orchestrator/test_inputs.py::" \
             "test_bad_input_is_refused_before_ray_with_one_line"
+YOUR_TASK = "covered by tests/integration/test_your_task.py::" \
+            "test_the_your_task_example_runs_through_the_api_and_the_cli"
 
 # Command shape on a page -> a run in RUNS, or "covered by FILE::TEST".
 COMMANDS: dict[str, str] = {
@@ -110,6 +112,8 @@ COMMANDS: dict[str, str] = {
     "--profile": "options",
     "--rerun-duplicates": "own_match",
     "--rerun-baseline": "screen",
+    "--task": YOUR_TASK,
+    "--baseline-set": YOUR_TASK,
     "--wide": "own_match",
     "--set patch_size=64": BAD_INPUT,
     "--set precision=fp16-mixed": BAD_INPUT,
@@ -160,6 +164,7 @@ CODE: dict[str, str] = {
                                        "test_the_readme_python_api_snippet_runs",
     "examples/bring_your_own.py": "covered by tests/integration/test_in_memory.py::"
                                   "test_the_bring_your_own_example_runs",
+    "examples/your_task.py": YOUR_TASK,
 }
 
 TINY = ["--trials", "1", "--epochs", "1", "--cpus-per-trial", "1"]  # one in-process trial

@@ -47,13 +47,20 @@ def workload_data(workload: str, path: str | None) -> ArrayData:
     return WORKLOADS[workload].data()
 
 
+def load_builder(path: str) -> ModelBuilder:
+    """A user's own builder by 'module:function', imported where the worker runs (the module
+    must be importable there, e.g. shipped with `--working-dir`)."""
+    if ":" not in path:
+        raise ValueError(f"unknown workload {path!r}; known: {sorted(WORKLOADS)}, or a builder "
+                         "of your own as 'module:function'")
+    module, _, name = path.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
 def build_model(cfg: TrialConfig, meta: DataMeta, builder: ModelBuilder | None = None) -> nn.Module:
     """The model for `cfg.workload`, or `builder` (a user's own) when one is given."""
     if builder is None and cfg.workload not in WORKLOADS and ":" in cfg.workload:
-        # A user's own builder by 'module:function', imported where the worker runs (the
-        # module must be importable there, e.g. shipped with `--working-dir`).
-        module, _, name = cfg.workload.partition(":")
-        builder = getattr(importlib.import_module(module), name)
+        builder = load_builder(cfg.workload)
     if builder is not None:
         model = builder(cfg, meta)
         if not isinstance(model, nn.Module):

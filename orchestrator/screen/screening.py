@@ -131,7 +131,7 @@ def switch_variants(config: dict[str, Any], meta, use_gpu: bool,
 
 
 def run_screen(configs: list[dict[str, Any]], *, meta, n_train: int, datasets: dict,
-               plan, model_builder, progress: Callable[[int], None] = lambda n: None
+               plan, task, progress: Callable[[int], None] = lambda n: None
                ) -> list[dict]:
     """Time `configs` (grouped by worker count); one result per config, in order.
     `progress(n)`: n more configs are timed (one at a time in one process; a worker group's
@@ -144,7 +144,7 @@ def run_screen(configs: list[dict[str, Any]], *, meta, n_train: int, datasets: d
     results: dict[int, dict] = {}
     for workers, group in sorted(by_workers.items()):
         screen_plan = ScreenPlan(candidates=group, meta=meta, n_train=n_train,
-                                 threads=plan.threads(workers), model_builder=model_builder)
+                                 threads=plan.threads(workers), task=task)
         counted = [0]
 
         def tick(n: int) -> None:

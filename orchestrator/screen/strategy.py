@@ -151,7 +151,7 @@ class ScreenStrategy(Strategy):
         with Progress(ctx.out, len(todo), label) as bar:
             fresh = iter(screening.run_screen(
                 todo, meta=p.data.meta(), n_train=len(p.data.x_train), datasets=ctx.datasets(),
-                plan=p.plan, model_builder=ctx.spec.resolved_model(), progress=bar.advance)
+                plan=p.plan, task=ctx.task(), progress=bar.advance)
                 if todo else [])
         results = []
         for k in known:
@@ -181,7 +181,7 @@ class ScreenStrategy(Strategy):
                 timed = screening.run_screen(
                     [results[i]["config"] for i in order], meta=p.data.meta(),
                     n_train=len(p.data.x_train), datasets=ctx.datasets(), plan=p.plan,
-                    model_builder=ctx.spec.resolved_model(), progress=bar.advance) \
+                    task=ctx.task(), progress=bar.advance) \
                     if order else []
             for i, result in zip(order, timed):
                 again[i].append(result)

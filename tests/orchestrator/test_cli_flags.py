@@ -24,7 +24,8 @@ from trainables.config import LR_SCALINGS
 SEARCH_FLAGS = {
     "--spec", "--check", "--wide", "--lr-scaling",  # not fields: a file, two modes, a --set
     # shortcut
-    "--name", "--workload", "--model", "--data", "--space", "--set", "--epochs", "--strategy",
+    "--name", "--workload", "--model", "--task", "--data", "--space", "--set", "--epochs",
+    "--strategy",
     "--trials",
     "--time-budget", "--objective", "--time-weight", "--reference-time", "--target",
     "--baseline", "--rerun-baseline", "--tolerance", "--full-epochs", "--seed",

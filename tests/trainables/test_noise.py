@@ -24,8 +24,8 @@ def _regression(noise: float, n: int, seed: int = 0):
     return model, x, y
 
 
-def _loss(out, y):
-    return ((out.squeeze(1) - y) ** 2).mean()
+def _loss(out, batch):
+    return ((out.squeeze(1) - batch[1]) ** 2).mean()
 
 
 def _truth(model, x, y) -> float:

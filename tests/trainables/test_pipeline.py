@@ -176,7 +176,7 @@ def test_every_trial_shares_the_one_materialized_copy(id_dataset, tmp_path):
 def test_label_volumes_stay_paired_with_their_images_through_a_split(ray_session, cache, how):
     """Segmentation rows: x (1, 8, 8, 8) float, y (1, 8, 8, 8) label volume (uint8 in the
     object store). Each label is derived from its image, so any mispairing shows."""
-    from trainables.loop.tasks import SegmentTask
+    from trainables.data.crops import crop_batch
 
     rng = np.random.default_rng(0)
     x = rng.normal(size=(40, 1, 8, 8, 8)).astype(np.float32)
@@ -187,14 +187,15 @@ def test_label_volumes_stay_paired_with_their_images_through_a_split(ray_session
 
     def worker(rank: int) -> None:  # a split is read by its workers at once, as in Train
         try:
-            task, gen = SegmentTask(), torch.Generator().manual_seed(rank)
+            gen = torch.Generator().manual_seed(rank)
             feed = ShardFeed(shards[rank], batch_size=4, device=torch.device("cpu"),
                              cache=cache, seed=3, rank=rank)
             for xb, yb in feed(1):
                 assert yb.dtype == torch.uint8 and yb.shape == xb.shape
                 assert torch.equal(yb.bool(), xb > 0.3)
-                xc, yc = task.crop(xb, yb, 4, gen)  # image and labels get the same window
-                assert yc.dtype == torch.int64 and torch.equal(yc.bool(), xc[:, 0] > 0.3)
+                # image and labels get the same window
+                xc, yc = crop_batch("segment", xb, yb, 4, gen)
+                assert yc.dtype == torch.uint8 and torch.equal(yc.bool(), xc > 0.3)
                 rows[rank] += len(xb)
         except Exception as err:  # surfaced in the main thread
             errors.append(err)

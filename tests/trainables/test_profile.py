@@ -14,6 +14,7 @@ import torch
 from torch import nn
 
 from tests.trainables.helpers import fit_local
+from trainables.loop.task import ModelTask
 from trainables.config import TrialConfig
 from trainables.data.arrays import DataMeta
 from trainables.loop.io import LoopIO
@@ -70,7 +71,7 @@ def sleepy_builder(slow_channels_last: bool, seconds: float = SLEEP_S):
 def test_picks_the_candidate_that_is_not_made_slower(tiny_npz, slow_channels_last):
     build = sleepy_builder(slow_channels_last)
     result = fit_local(tiny_npz, profile=("channels_last",), workload="custom",
-                       io_overrides={"model_builder": build}, **SMALL)
+                       io_overrides={"task": ModelTask(build)}, **SMALL)
     assert result[PICK_PREFIX + "channels_last"] is (not slow_channels_last)
     # Each candidate ran warm-up and timed steps on its own model; then the trial's own model.
     assert len(build.built) == 3
@@ -250,21 +251,24 @@ def test_a_cpu_timing_frees_its_model_without_a_full_collection(
 
     import trainables.loop.profile as profile_module
 
+    from trainables.loop.task import task_for
+
     built, collections = [], []
-    build = profile_module.build_model
+    task = task_for(workload, meta.task)
+    build = task.model
 
     def spy(*args, **kwargs):
         model = build(*args, **kwargs)
         built.append(weakref.ref(model))
         return model
 
-    monkeypatch.setattr(profile_module, "build_model", spy)
+    monkeypatch.setattr(task, "model", spy)
     monkeypatch.setattr(gc, "collect", lambda *a: collections.append(a) or 0)
     cfg = TrialConfig.from_dict({"workload": workload, "precision": precision,
                                  "batch_size": len(y), "width": 0.25,
                                  "patch_size": x.shape[-1]})
     io = LoopIO(train_batches=lambda e: iter(()), val_batches=lambda: iter(()),
-                steps_per_epoch=10)
+                steps_per_epoch=10, task=task)
     timing = profile_module.StepTimer(meta, io, (x, y))(cfg)
     assert timing.step_s > 0 and collections == []
     assert len(built) == 1 and built[0]() is None  # freed as the timer returned

@@ -1,4 +1,5 @@
-"""Tasks: cropping, loss and validation scores for classification and segmentation (no Ray)."""
+"""Tasks (trainables/loop/task.py) and validation (trainables/loop/validate.py): crops, losses
+and validation scores for classification and segmentation, a score summed as counts (no Ray)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ import pytest
 import torch
 from torch import nn
 
-from trainables.loop.tasks import (ClassifyTask, SegmentTask, make_task, sliding_window,
-                                   window_starts)
+from trainables.data.crops import crop_batch
+from trainables.loop.task import ClassifyTask, ModelTask, SegmentTask, task_for
+from trainables.loop.validate import sliding_window, validate, window_starts
 
 NO_AUTOCAST = contextlib.nullcontext
 
@@ -62,53 +64,88 @@ def test_sliding_window_of_identity_returns_the_volume():
     torch.testing.assert_close(out, vol)
 
 
+def _validate(model, task, batches, kind, size, is_rank0=True):
+    return validate(model, task, batches, size, kind, NO_AUTOCAST, _identity_reduce,
+                    torch.contiguous_format, torch.device("cpu"), is_rank0)
+
+
 def test_classify_validate_scores_accuracy_on_rank0():
     task = ClassifyTask()
-    args = dict(size=6, autocast=NO_AUTOCAST, all_reduce=_identity_reduce,
-                memory_format=torch.contiguous_format, device=torch.device("cpu"))
-    right = task.validate(ClassFromPixels(3), _class_batches(), is_rank0=True, **args)
+    right = _validate(ClassFromPixels(3), task, _class_batches(), "classify", 6)
     assert right["val_accuracy"] == right["val_score"] == 1.0 and right["val_loss"] < 1e-6
-    wrong = task.validate(ClassFromPixels(3, wrong=True), _class_batches(), is_rank0=True, **args)
+    wrong = _validate(ClassFromPixels(3, wrong=True), task, _class_batches(), "classify", 6)
     assert wrong["val_score"] == 0.0 and wrong["val_loss"] > 10
-    # Other ranks add zeros (the all-reduce hands them rank 0's sums in a worker group).
-    other = task.validate(ClassFromPixels(3), _class_batches(), is_rank0=False, **args)
+    # Other ranks send zeros (the all-reduce hands them rank 0's score in a worker group).
+    other = _validate(ClassFromPixels(3), task, _class_batches(), "classify", 6, is_rank0=False)
     assert other["val_score"] == 0.0
 
 
 def test_classify_crop_keeps_labels_and_crops_images():
     x, y = torch.randn(4, 1, 10, 10), torch.arange(4)
-    cx, cy = ClassifyTask().crop(x, y, 6, torch.Generator().manual_seed(0))
+    cx, cy = crop_batch("classify", x, y, 6, torch.Generator().manual_seed(0))
     assert cx.shape == (4, 1, 6, 6) and torch.equal(cy, y)
 
 
 def test_segment_crop_takes_the_same_window_of_image_and_labels():
     y = (torch.rand(3, 1, 8, 8, 8) > 0.5).long()
     x = torch.cat([y.float(), torch.ones_like(y, dtype=torch.float)], 1)  # image channel 0 = labels
-    cx, cy = SegmentTask().crop(x, y, 4, torch.Generator().manual_seed(1))
-    assert cx.shape == (3, 2, 4, 4, 4) and cy.shape == (3, 4, 4, 4)
-    assert torch.equal(cx[:, 0].long(), cy)
+    cx, cy = crop_batch("segment", x, y, 4, torch.Generator().manual_seed(1))
+    assert cx.shape == (3, 2, 4, 4, 4) and cy.shape == (3, 1, 4, 4, 4)
+    assert torch.equal(cx[:, :1].long(), cy)
 
 
 def test_segment_validate_scores_dice_and_iou():
     y = torch.zeros(2, 1, 8, 8, 8, dtype=torch.long)
     y[:, :, 2:6, 2:6, 2:6] = 1
     batches = lambda: iter([(y.float(), y)])  # noqa: E731 - the image is its own mask
-    args = dict(size=4, autocast=NO_AUTOCAST, all_reduce=_identity_reduce,
-                memory_format=torch.contiguous_format, device=torch.device("cpu"),
-                is_rank0=True)
-    perfect = SegmentTask().validate(VoxelsAsLogits(), batches, **args)
+    perfect = _validate(VoxelsAsLogits(), SegmentTask(), batches, "segment", 4)
     assert perfect["val_dice"] == perfect["val_iou"] == perfect["val_score"] == 1.0
 
     class Nothing(nn.Module):  # predicts background everywhere
         def forward(self, x):
             return torch.cat([x * 0 + 20, x * 0], 1)
 
-    none = SegmentTask().validate(Nothing(), batches, **args)
+    none = _validate(Nothing(), SegmentTask(), batches, "segment", 4)
     assert none["val_dice"] == none["val_iou"] == 0.0
 
 
-def test_make_task_names_the_known_tasks():
-    assert isinstance(make_task("classify"), ClassifyTask)
-    assert isinstance(make_task("segment"), SegmentTask)
-    with pytest.raises(ValueError, match="unknown task 'regress'"):
-        make_task("regress")
+class MacroF1:
+    """A score summed as counts: per class (tp, fp, fn), made into macro-F1 at the end."""
+
+    score_reduction = "sum"
+
+    def score(self, outputs, batch):
+        pred, y = outputs.argmax(1), batch[1]
+        return torch.stack([torch.stack([((pred == k) & (y == k)).sum(),
+                                         ((pred == k) & (y != k)).sum(),
+                                         ((pred != k) & (y == k)).sum()]) for k in range(3)])
+
+    def finish_score(self, counts):
+        tp, fp, fn = counts.double().unbind(1)
+        return float((2 * tp / (2 * tp + fp + fn).clamp(min=1)).mean())
+
+    def loss(self, outputs, batch):
+        return nn.functional.cross_entropy(outputs, batch[1])
+
+
+def test_a_score_summed_as_counts_is_made_into_the_score_once_over_the_whole_set():
+    """Macro-F1 of a set is not the mean of its batches' macro-F1: a batch that predicts class
+    0 for all three scores 1/6, one all right scores 1 (mean 7/12); over the set every class
+    has F1 2/3."""
+    y = torch.tensor([0, 1, 2, 0, 1, 2])
+    x = torch.tensor([0, 0, 0, 0, 1, 2]).float().view(6, 1, 1, 1).expand(6, 1, 4, 4).clone()
+    batches = lambda: iter([(x[:3], y[:3]), (x[3:], y[3:])])  # noqa: E731
+    found = _validate(ClassFromPixels(3), MacroF1(), batches, "classify", None)
+    assert found["val_score"] == pytest.approx(2 / 3)
+
+
+def test_the_task_a_trial_trains():
+    """Yours, else your model with the built-in rest for the data's kind, else the built-in."""
+    mine = MacroF1()
+    assert task_for("custom", "classify", task=mine) is mine
+    build = lambda cfg, meta: nn.Linear(2, 2)  # noqa: E731
+    short = task_for("custom", "segment", builder=build)
+    assert isinstance(short, ModelTask) and short.score_reduction == "sum"
+    assert short.loss.__self__.__class__ is SegmentTask  # the built-in rest
+    assert isinstance(task_for("classifier", "classify"), ClassifyTask)
+    assert isinstance(task_for("unet3d", "segment"), SegmentTask)

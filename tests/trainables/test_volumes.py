@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from trainables.data.arrays import DataError
-from trainables.loop.tasks import sliding_window, window_starts
+from trainables.loop.validate import sliding_window, window_starts
 from trainables.data.volumes import CHUNK, load_volume_folder, synthetic_volume, synthetic_volumes
 
 

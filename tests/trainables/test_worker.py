@@ -22,11 +22,13 @@ pytestmark = pytest.mark.integration
 
 
 def _plan(npz: str, model_builder=None, **settings) -> TrialPlan:
+    from trainables.loop.task import ModelTask
+
     data = load_npz(npz)
     cfg = TrialConfig(**{"width": 0.25, "batch_size": 16, "patch_size": 12, "epochs": 2,
                          "workload": "custom" if model_builder else "classifier", **settings})
     return TrialPlan(cfg=cfg, meta=data.meta(), n_train=len(data.x_train), threads=1,
-                     model_builder=model_builder), data
+                     task=ModelTask(model_builder) if model_builder else None), data
 
 
 def _session(data, store: Path, reports: list, resume_from=None) -> Session:

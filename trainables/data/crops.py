@@ -45,3 +45,13 @@ def center_crop(x: torch.Tensor, size: int | None) -> torch.Tensor:
         start = (extent - size) // 2
         slices.append(slice(start, start + size))
     return x[tuple(slices)]
+
+
+def crop_batch(kind: str, x: torch.Tensor, y: torch.Tensor, size: int | None,
+               generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """A training batch's random crop: the samples' alone for labels per sample; image and
+    voxel labels together (`kind` 'segment'), in one gather, so both get the same window."""
+    if kind != "segment":
+        return random_crop(x, size, generator), y
+    xy = random_crop(torch.cat([x, y.to(x.dtype)], 1), size, generator)
+    return xy[:, : x.shape[1]], xy[:, x.shape[1]:].round().to(y.dtype)

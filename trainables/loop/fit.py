@@ -1,9 +1,10 @@
 """The optimized training loop: one function, every speed technique a named switch.
 
-`fit` knows nothing about Ray: it gets its batches, its reporter and its all-reduce through
-`LoopIO`, so the same loop runs inside a Ray Train worker (`trainables.trial.worker`) and in a
-plain unit test. Read it top to bottom: setup -> model -> optimizer -> epochs (train, validate,
-report); one optimizer step is `TrainStep`.
+`fit` knows nothing about Ray: it gets its task (what is trained: trainables/loop/task.py), its
+batches, its reporter and its all-reduce through `LoopIO`, so the same loop runs inside a Ray
+Train worker (`trainables.trial.worker`) and in a plain unit test. Read it top to bottom:
+setup -> model -> optimizer -> epochs (train, validate, report); one optimizer step is
+`TrainStep`.
 """
 
 from __future__ import annotations
@@ -18,14 +19,14 @@ from torch import nn
 
 from trainables.config import TrialConfig
 from trainables.data.arrays import DataMeta
+from trainables.data.crops import crop_batch
 from trainables.loop.io import LoopIO
-from trainables.loop.lr import scaled_lr, schedule_multiplier
+from trainables.loop.memory import SavedTensorMeter
 from trainables.loop.state import LoopState, epoch_metrics
 from trainables.loop.switches import autocast, memory_format_for, sync
-from trainables.loop.tasks import make_task
-from trainables.loop.memory import SavedTensorMeter
+from trainables.loop.task import OptimizerConfig, optimizer_and_schedule, task_for
+from trainables.loop.validate import validate
 from trainables.status import TrialStatus
-from trainables.workloads import build_model
 
 # Optimizer steps timed as warm-up (first kernels, allocator growth, compilation) and reported
 # apart from steady-state throughput.
@@ -44,10 +45,10 @@ def fit(cfg: TrialConfig, meta: DataMeta, io: LoopIO) -> dict:
         # peak_mem_mb is this trial's: a reused actor's earlier trials must not count.
         torch.cuda.reset_peak_memory_stats(device)
     memory_format = memory_format_for(cfg, meta)
-    task = make_task(meta.task)
+    task = io.task or task_for(cfg.workload, meta.task)  # what is trained: yours or built-in
 
     # ---- model ----------------------------------------------------------------------------------
-    raw_model = build_model(cfg, meta, io.model_builder).to(device, memory_format=memory_format)
+    raw_model = task.model(cfg, meta).to(device, memory_format=memory_format)
     resume = io.load_checkpoint()
     if resume is not None:
         raw_model.load_state_dict(resume["model"])  # before DDP/compile wrap their copies
@@ -57,7 +58,7 @@ def fit(cfg: TrialConfig, meta: DataMeta, io: LoopIO) -> dict:
         model = torch.compile(model, mode=cfg.compile_mode)
 
     # ---- optimizer, schedule, scaler, state -----------------------------------------------------
-    step = TrainStep.build(cfg, model, io, task, memory_format)
+    step = TrainStep.build(cfg, model, io, task, meta.task, memory_format)
     st = LoopState()
     if resume is not None:
         step.load_state_dict(resume)
@@ -65,44 +66,51 @@ def fit(cfg: TrialConfig, meta: DataMeta, io: LoopIO) -> dict:
 
     metrics: dict = {}
     for epoch in range(st.epoch + 1, cfg.epochs + 1):
-        # ---- train one epoch, then reduce across workers: one host sync per epoch ---------------
-        loss_sum, micro, status = train_epoch(cfg, io, step, st, epoch)
-        totals = io.all_reduce(
-            torch.stack([loss_sum.float(), torch.tensor(float(micro), device=device)])).tolist()
-        train_loss = totals[0] / max(totals[1], 1)
-        if not math.isfinite(train_loss):
-            status = TrialStatus.DIVERGED
-        st.epoch = epoch
-
-        # ---- validate -------------------------------------------------------------------------------
-        if status is None and validates(cfg, epoch, train_loss):
-            t_val = time.perf_counter()
-            # The unwrapped model: no DDP collectives inside forward, so ranks may differ in work.
-            raw_model.eval()
-            st.val = task.validate(raw_model, io.val_batches, cfg.patch_size,
-                                   lambda: autocast(cfg, device), io.all_reduce, memory_format,
-                                   device, io.rank == 0)
-            model.train()
-            st.eval_time += time.perf_counter() - t_val
-            st.val_epoch = epoch
-            if st.val["val_score"] > st.best_score:
-                st.best_score, st.stale = st.val["val_score"], 0
-            else:
-                st.stale += 1
-            if cfg.early_stop_patience and st.stale >= cfg.early_stop_patience:
-                status = TrialStatus.EARLY_STOPPED
-
-        # ---- report (with a checkpoint every `checkpoint_every` epochs) ----------------------------
-        metrics = epoch_metrics(cfg, st, train_loss=train_loss, world_size=io.world_size,
-                                lr=step.optimizer.param_groups[0]["lr"], device=device,
-                                status=status)
-        if io.save_checkpoint and cfg.checkpoint_every and epoch % cfg.checkpoint_every == 0:
-            io.save_checkpoint({"model": raw_model.state_dict(), **step.state_dict(),
-                                "state": st.to_dict()}, metrics)
-        else:
-            io.report(metrics)
+        metrics = run_epoch(cfg, meta, io, step, st, raw_model, epoch)
         if metrics["done"]:
             break
+    return metrics
+
+
+def run_epoch(cfg: TrialConfig, meta: DataMeta, io: LoopIO, step: TrainStep, st: LoopState,
+              raw_model: nn.Module, epoch: int) -> dict:
+    """Train one epoch, validate it (or skip it: `validates`), report it; its metrics."""
+    # ---- train, then reduce across workers: one host sync per epoch -----------------------------
+    loss_sum, micro, status = train_epoch(cfg, io, step, st, epoch)
+    totals = io.all_reduce(
+        torch.stack([loss_sum.float(), torch.tensor(float(micro), device=io.device)])).tolist()
+    train_loss = totals[0] / max(totals[1], 1)
+    if not math.isfinite(train_loss):
+        status = TrialStatus.DIVERGED
+    st.epoch = epoch
+
+    # ---- validate -------------------------------------------------------------------------------
+    if status is None and validates(cfg, epoch, train_loss):
+        t_val = time.perf_counter()
+        # The unwrapped model: no DDP collectives inside forward, so ranks may differ in work.
+        raw_model.eval()
+        st.val = validate(raw_model, step.task, io.val_batches, cfg.patch_size, meta.task,
+                          lambda: autocast(cfg, io.device), io.all_reduce, step.memory_format,
+                          io.device, io.rank == 0)
+        step.model.train()
+        st.eval_time += time.perf_counter() - t_val
+        st.val_epoch = epoch
+        if st.val["val_score"] > st.best_score:
+            st.best_score, st.stale = st.val["val_score"], 0
+        else:
+            st.stale += 1
+        if cfg.early_stop_patience and st.stale >= cfg.early_stop_patience:
+            status = TrialStatus.EARLY_STOPPED
+
+    # ---- report (with a checkpoint every `checkpoint_every` epochs) ----------------------------
+    metrics = epoch_metrics(cfg, st, train_loss=train_loss, world_size=io.world_size,
+                            lr=step.optimizer.param_groups[0]["lr"], device=io.device,
+                            status=status)
+    if io.save_checkpoint and cfg.checkpoint_every and epoch % cfg.checkpoint_every == 0:
+        io.save_checkpoint({"model": raw_model.state_dict(), **step.state_dict(),
+                            "state": st.to_dict()}, metrics)
+    else:
+        io.report(metrics)
     return metrics
 
 
@@ -159,9 +167,12 @@ class TrainStep:
     cfg: TrialConfig
     model: nn.Module
     optimizer: torch.optim.Optimizer
-    scheduler: torch.optim.lr_scheduler.LRScheduler
+    scheduler: torch.optim.lr_scheduler.LRScheduler | None
+    """The task's schedule, stepped once per optimizer step; None: the task has none."""
     scaler: torch.amp.GradScaler
     task: object
+    kind: str
+    """The data's kind ('classify', 'segment'): how a batch is cropped."""
     memory_format: torch.memory_format
     device: torch.device
     crop_gen: torch.Generator
@@ -170,24 +181,24 @@ class TrainStep:
     until measured."""
 
     @classmethod
-    def build(cls, cfg: TrialConfig, model: nn.Module, io: LoopIO, task,
+    def build(cls, cfg: TrialConfig, model: nn.Module, io: LoopIO, task, kind: str,
               memory_format: torch.memory_format) -> TrainStep:
-        optimizer = torch.optim.AdamW(model.parameters(), lr=scaled_lr(cfg),
-                                      weight_decay=cfg.weight_decay)
-        total_opt_steps = max(1, io.steps_per_epoch // cfg.accum_steps) * cfg.epochs
-        scheduler = torch.optim.lr_scheduler.LambdaLR(
-            optimizer, schedule_multiplier(cfg, total_opt_steps))
+        # The task's optimizer, built with the lr scaled to this batch and the run's length.
+        optimizer, scheduler = optimizer_and_schedule(
+            task, list(model.parameters()), OptimizerConfig.of(cfg, io.steps_per_epoch))
         # fp16 has a narrow exponent: scale the loss so small gradients do not flush to zero.
         scaler = torch.amp.GradScaler(io.device.type, enabled=cfg.precision == "fp16-mixed")
         # Seeded by trial seed and rank: each worker draws its own crop positions, reproducibly.
         crop_gen = torch.Generator().manual_seed((cfg.seed * 1000 + 1) * 1009 + io.rank)
-        return cls(cfg, model, optimizer, scheduler, scaler, task, memory_format, io.device,
-                   crop_gen)
+        return cls(cfg, model, optimizer, scheduler, scaler, task, kind, memory_format,
+                   io.device, crop_gen)
 
     def __call__(self, x: torch.Tensor, y: torch.Tensor,
                  last_micro: bool) -> tuple[torch.Tensor, int]:
         cfg = self.cfg
-        x, y = self.task.crop(x, y, cfg.patch_size, self.crop_gen)
+        x, y = crop_batch(self.kind, x, y, cfg.patch_size, self.crop_gen)
+        if hasattr(self.task, "augment"):  # on the device, inside the timed step
+            x, y = self.task.augment((x, y))
         x = x.contiguous(memory_format=self.memory_format)
         no_sync = getattr(self.model, "no_sync", None)  # DDP: no all-reduce while accumulating
         accumulate = no_sync() if (no_sync and not last_micro) else contextlib.nullcontext()
@@ -196,27 +207,32 @@ class TrainStep:
         measure = self.activation_mb is None and not cfg.compile
         meter = SavedTensorMeter() if measure else contextlib.nullcontext()
         with accumulate:
-            with autocast(cfg, self.device), meter:
-                loss = self.task.loss(self.model(x), y)
+            with autocast(cfg, self.device), meter:  # the task's forward and loss, both
+                loss = self.task.loss(self.model(x), (x, y))
             if measure:
                 self.activation_mb = meter.mb
             # backward() sums into .grad, so scale each micro-batch's loss by 1/accum_steps.
             self.scaler.scale(loss / cfg.accum_steps).backward()
         if last_micro:
-            if cfg.grad_clip is not None:
-                self.scaler.unscale_(self.optimizer)  # clip the real gradients, not scaled ones
-                torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.grad_clip)
-            self.scaler.step(self.optimizer)
-            self.scaler.update()
-            self.optimizer.zero_grad(set_to_none=cfg.zero_grad_set_to_none)
-            self.scheduler.step()
+            self._optimizer_step()
         return loss, len(y)
 
+    def _optimizer_step(self) -> None:
+        if self.cfg.grad_clip is not None:
+            self.scaler.unscale_(self.optimizer)  # clip the real gradients, not scaled ones
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.grad_clip)
+        self.scaler.step(self.optimizer)
+        self.scaler.update()
+        self.optimizer.zero_grad(set_to_none=self.cfg.zero_grad_set_to_none)
+        if self.scheduler is not None:
+            self.scheduler.step()
+
     def state_dict(self) -> dict:
-        return {"optimizer": self.optimizer.state_dict(),
-                "scheduler": self.scheduler.state_dict(), "scaler": self.scaler.state_dict()}
+        return {"optimizer": self.optimizer.state_dict(), "scaler": self.scaler.state_dict(),
+                **({"scheduler": self.scheduler.state_dict()} if self.scheduler else {})}
 
     def load_state_dict(self, saved: dict) -> None:
         self.optimizer.load_state_dict(saved["optimizer"])
-        self.scheduler.load_state_dict(saved["scheduler"])
         self.scaler.load_state_dict(saved["scaler"])
+        if self.scheduler is not None and "scheduler" in saved:
+            self.scheduler.load_state_dict(saved["scheduler"])

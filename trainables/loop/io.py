@@ -1,18 +1,18 @@
 """`LoopIO`: everything the training loop needs from the outside world.
 
 The loop knows nothing about Ray: a Ray Train worker, the Tune trial process and a plain unit
-test each hand it batches, a reporter and an all-reduce through this one seam.
+test each hand it its task, batches, a reporter and an all-reduce through this one seam.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 from torch import nn
 
-from trainables.models import ModelBuilder
 
 Batches = Iterable[tuple[torch.Tensor, torch.Tensor]]
 
@@ -43,5 +43,6 @@ class LoopIO:
     load_checkpoint: Callable[[], dict | None] = lambda: None
     """-> the last checkpoint's state after a restart, or None on a fresh start."""
     rank: int = 0
-    model_builder: ModelBuilder | None = None
-    """A user's own model builder (bring-your-own model); None uses `cfg.workload`."""
+    task: Any = None
+    """What is trained (trainables/loop/task.py): your task, or your model with the built-in
+    rest; None: the built-in task of `cfg.workload` and the data's kind."""

@@ -42,13 +42,14 @@ def _flat_grad(model: nn.Module) -> torch.Tensor:
                       if p.grad is not None])
 
 
-def gradient_noise_scale(model: nn.Module, loss_fn: Callable[[torch.Tensor, torch.Tensor],
+def gradient_noise_scale(model: nn.Module, loss_fn: Callable[[torch.Tensor, tuple],
                                                              torch.Tensor],
                          batches: Iterable[tuple[torch.Tensor, torch.Tensor]], *,
                          small: int, parts: int = 4, big_batches: int = 4) -> float:
     """B_noise of `model` at its current weights, from `big_batches` batches of
     `small * parts` samples each (fewer if `batches` runs out; a batch is cut to a multiple of
-    `small`). `loss_fn(model(x), y)` is the mean training loss of a batch. The model's weights
+    `small`). `loss_fn(model(x), (x, y))` is the mean training loss of a batch (a task's
+    `loss`). The model's weights
     and gradients are left as they were found; returns inf when the gradient is all noise at
     this size (any batch is then as good per sample), nan when nothing could be measured."""
     was_training = model.training
@@ -64,7 +65,7 @@ def gradient_noise_scale(model: nn.Module, loss_fn: Callable[[torch.Tensor, torc
             for i in range(k):
                 model.zero_grad(set_to_none=True)
                 sl = slice(i * small, (i + 1) * small)
-                loss_fn(model(x[sl]), y[sl]).backward()
+                loss_fn(model(x[sl]), (x[sl], y[sl])).backward()
                 grads.append(_flat_grad(model))
             stacked = torch.stack(grads)
             g_small += float((stacked.pow(2).sum(dim=1)).mean())

@@ -65,9 +65,8 @@ from trainables.data.arrays import DataMeta
 from trainables.loop.fit import TrainStep
 from trainables.loop.io import LoopIO
 from trainables.loop.switches import memory_format_for, sync
-from trainables.loop.tasks import make_task
+from trainables.loop.task import task_for
 from trainables.status import is_out_of_memory
-from trainables.workloads import build_model
 
 # Switches the profile may pick (the `profile` of a trial plan is a subset of these).
 PROFILED = ("channels_last", "compile", "cudnn_benchmark")
@@ -277,14 +276,15 @@ class StepTimer:
         if device.type == "cuda":
             torch.backends.cudnn.benchmark = cfg.cudnn_benchmark  # fit sets the trial's own
         memory_format = memory_format_for(cfg, self.meta)
-        model = build_model(cfg, self.meta, io.model_builder).to(device,
+        task = io.task or task_for(cfg.workload, self.meta.task)
+        model = task.model(cfg, self.meta).to(device,
                                                                 memory_format=memory_format)
         weights_mb = sum(p.numel() * p.element_size() for p in model.parameters()) / 2**20
         if self.data_parallel:
             model = io.wrap_model(model)
         if cfg.compile:
             model = torch.compile(model, mode=cfg.compile_mode)
-        step = TrainStep.build(cfg, model, io, make_task(self.meta.task), memory_format)
+        step = TrainStep.build(cfg, model, io, task, self.meta.task, memory_format)
         if device.type == "cuda":
             torch.cuda.reset_peak_memory_stats(device)
         x, y = self.batch

@@ -28,7 +28,6 @@ from trainables.data.arrays import DataMeta
 from trainables.data.pipeline import ShardFeed, worker_data
 from trainables.loop.io import LoopIO, identity
 from trainables.loop.profile import StepTimer
-from trainables.models import ModelBuilder
 from trainables.status import TrialStatus, status_of
 
 
@@ -39,7 +38,8 @@ class ScreenPlan:
     meta: DataMeta
     n_train: int
     threads: int
-    model_builder: ModelBuilder | None = None
+    task: Any = None
+    """What is trained (trainables/loop/task.py); None: the built-in task."""
 
 
 def _result(cfg: dict, status: TrialStatus, **values) -> dict:
@@ -75,7 +75,7 @@ def screen_each(plan: ScreenPlan, train_shard, device: torch.device, world: int 
             io = LoopIO(train_batches=lambda epoch: iter(()), val_batches=lambda: iter(()),
                         steps_per_epoch=steps, all_reduce=all_reduce, wrap_model=wrap_model,
                         device=device, world_size=world, rank=rank,
-                        model_builder=plan.model_builder)
+                        task=plan.task)
             first_batch, load_s, data_s = feeds[batch]
             # cuDNN's algorithm search runs once per new shape and cost 1-4 s a candidate on an
             # H100 (the screen took 105 s for 60 candidates with it, 11 s without; steady steps

@@ -34,8 +34,9 @@ class TrialContext:
     resources: ResourcePlan
     """What the trial and each of its workers ask Ray for."""
     storage_path: str
-    model_builder: Callable | None = None
-    """A user's own model builder (cfg, meta) -> nn.Module; None uses the config's workload."""
+    task: Any = None
+    """What is trained (trainables/loop/task.py): your task, or your model with the built-in
+    rest; None: the config's built-in workload."""
     always_use_worker_group: bool = False
     """Run single-worker trials through a TorchTrainer too (slower start, same training)."""
     objective: Callable[[dict, dict], dict] | None = None
@@ -116,7 +117,7 @@ def run_trial(sampled: dict[str, Any], ctx: TrialContext, datasets: dict) -> Non
     use_gpu = ctx.resources.use_gpu
     plan = TrialPlan(cfg=cfg, meta=ctx.meta, n_train=ctx.n_train,
                      threads=ctx.resources.threads(cfg.workers),
-                     model_builder=ctx.model_builder, profile=trial_profile(ctx, sampled),
+                     task=ctx.task, profile=trial_profile(ctx, sampled),
                      measure_noise=ctx.measure_noise, time_start=ctx.time_start)
     if in_process(ctx, cfg):
         try:

@@ -28,7 +28,6 @@ from trainables.loop.noise import gradient_noise_scale, noise_epochs
 from trainables.loop.profile import PICK_PREFIX, START_STEP, profile, time_step
 from trainables.loop.state import outcome_metrics
 from trainables.loop.switches import free_device_memory, reset_peak_memory
-from trainables.models import ModelBuilder
 from trainables.status import TrialStatus, status_of
 from trainables.trial.sampling import NodeSampler
 
@@ -46,8 +45,9 @@ class TrialPlan:
     """Training samples of the whole data set (the shards split them)."""
     threads: int
     """Intra-op threads of each worker: the CPUs it holds."""
-    model_builder: ModelBuilder | None = None
-    """A user's own model builder; None builds `cfg.workload`."""
+    task: Any = None
+    """What is trained (trainables/loop/task.py): yours, or your model with the built-in rest;
+    None: the built-in task of `cfg.workload`."""
     profile: tuple[str, ...] = ()
     """Speed-only switches to pick by timing a few steps before training
     (`trainables.loop.profile`); empty: train with the config's values."""
@@ -116,7 +116,7 @@ class TrialRun:
             report=self.report, all_reduce=self.all_reduce, wrap_model=self.wrap,
             device=self.device, world_size=self.world, save_checkpoint=self.save_checkpoint,
             load_checkpoint=self.load_checkpoint, rank=self.session.rank,
-            model_builder=plan.model_builder)
+            task=plan.task)
         reset_peak_memory(self.device)  # this trial's peak, not an earlier trial's here
         try:
             cfg = self._warm_up(cfg, io, train_feed)
@@ -241,15 +241,16 @@ def _noise(plan: TrialPlan, cfg: TrialConfig, meta: DataMeta, model, session: Se
     own per-worker batch and 4x it, cropped as training crops. Timed apart (`noise_s`)."""
     import time
 
-    from trainables.loop.tasks import make_task
+    from trainables.data.crops import crop_batch
+    from trainables.loop.task import task_for
 
     t0 = time.perf_counter()
-    task, parts = make_task(meta.task), 4
+    task, parts = plan.task or task_for(cfg.workload, meta.task), 4
     small = cfg.per_worker_batch
     feed = ShardFeed(session.train, batch_size=small * parts, device=device, cache=True,
                      shuffle=True, drop_last=True, seed=cfg.seed + 1, rank=session.rank)
     gen = torch.Generator().manual_seed(cfg.seed + 2)
-    crops = (task.crop(x, y, cfg.patch_size, gen) for x, y in feed(0))
+    crops = (crop_batch(meta.task, x, y, cfg.patch_size, gen) for x, y in feed(0))
     scale = gradient_noise_scale(model, task.loss, crops, small=small, parts=parts)
     # Tracking stores finite numbers: "all noise at this size" is a scale past any batch.
     return {"noise_scale": min(scale, 1e9), "noise_s": time.perf_counter() - t0}

@@ -83,8 +83,10 @@ def _prepare(spec, data, total_cpus, total_gpus, worker_cpus) -> Prepared:
     searched, fixed, pinned = pin(searched, fixed, spec.base)
     base = default_patch({**spec.trial_base(), **fixed}, searched, data)
     check_inputs(spec.num_trials, searched, data)
+    notes: list[str] = []
     if spec.task is not None or spec.model is not None:  # yours: tried on a tiny batch now
-        check_task(spec.resolved_task(data.meta().task), data, base)
+        note = check_task(spec.resolved_task(data.meta().task), data, base)
+        notes += [note] if note else []
     plan = resources.plan(total_cpus, total_gpus, cpus_per_trial=spec.cpus_per_trial,
                           max_concurrent=spec.max_concurrent_trials,
                           max_workers=max(worker_counts(searched, base)),
@@ -95,7 +97,6 @@ def _prepare(spec, data, total_cpus, total_gpus, worker_cpus) -> Prepared:
                        workload=spec.workload, spatial_dims=data.spatial_dims)
     check_space(searched, base, ctx)
     # Batch sizes that would train 0 steps: dropped with a note, or refused (search_spaces.steps).
-    notes: list[str] = []
     searched = fit_batch_to_shards(searched, base, len(data.x_train), note=notes.append)
     warm_start_points(spec.warm_start, searched, base)  # a bad point fails before any trial
     return Prepared(data, searched, base, plan, pinned, tuple(notes))

@@ -3,8 +3,12 @@ one line that names the method and the fix, not an hour later inside a trial.
 
 On the CPU, at the search's fixed settings, with two samples: the model is built, run forward,
 its loss computed and backpropagated, its optimizer built (it must cover every parameter that
-trains) and stepped once, and a validation batch scored. Each check raises a ValueError (the
-search's one-line refusal, exit code 2).
+trains) and stepped once, and a validation batch scored. What cannot be right whatever the
+trial (a missing method, a loss that is not a scalar, a score that is not a number, an
+optimizer that leaves parameters out) raises a ValueError: the search's one-line refusal, exit
+code 2. An error your code raises in the dry run is not refused: it may be the configuration's
+(out of memory at some width) or the moment's (a store not mounted yet), which the trials then
+report as their own ends; the dry run stops there and says so in a note.
 """
 
 from __future__ import annotations
@@ -29,9 +33,21 @@ SIGNATURES = {
 SAMPLES = 2
 
 
-def check_task(task: Any, data: ArrayData, base: dict[str, Any]) -> None:
-    """Raise ValueError, naming the method and the fix, where `task` cannot train on `data`."""
-    name = name_of(task)
+class Raised(Exception):
+    """Your code raised in the dry run: what it said, for the note."""
+
+
+def check_task(task: Any, data: ArrayData, base: dict[str, Any]) -> str | None:
+    """Raise ValueError, naming the method and the fix, where `task` cannot train on `data`; a
+    note where your code raised (the rest was not tried), else None."""
+    try:
+        _check(task, name_of(task), data, base)
+    except Raised as raised:
+        return f"note: {raised}; the dry run of your task stopped there (the trials will say)"
+    return None
+
+
+def _check(task: Any, name: str, data: ArrayData, base: dict[str, Any]) -> None:
     for method in REQUIRED:
         if not callable(getattr(task, method, None)):
             raise ValueError(f"task {name} has no {method}() method: add "
@@ -67,7 +83,7 @@ def _call(name: str, method: str, fn, *args):
         return fn(*args)
     except Exception as err:  # noqa: BLE001 - any error of the user's code, named
         first = str(err).splitlines()[0] if str(err) else ""
-        raise ValueError(f"task {name}: {method}() raised {type(err).__name__}: {first}") \
+        raise Raised(f"task {name}: {method}() raised {type(err).__name__}: {first}") \
             from None
 
 

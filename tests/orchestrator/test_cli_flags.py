@@ -28,7 +28,7 @@ SEARCH_FLAGS = {
     "--strategy",
     "--trials",
     "--time-budget", "--objective", "--time-weight", "--reference-time", "--target",
-    "--baseline", "--rerun-baseline", "--tolerance", "--full-epochs", "--seed",
+    "--baseline", "--baseline-set", "--rerun-baseline", "--tolerance", "--full-epochs", "--seed",
     "--early-stopping",
     "--grace-period", "--reduction-factor", "--warm-start", "--cpus-per-trial",
     "--max-concurrent", "--always-use-worker-group", "--output-dir", "--tracking-uri",

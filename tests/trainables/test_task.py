@@ -46,3 +46,15 @@ def test_a_task_that_cannot_train_is_named_with_its_fix(tiny_npz, task, says):
         check_task(task, data, {"patch_size": 12, "workload": "custom"})
     assert says in str(err.value) and "\n" not in str(err.value)
     check_task(Recording(), data, {"patch_size": 12, "workload": "custom"})  # a good one passes
+
+
+def test_an_error_your_code_raises_in_the_dry_run_is_a_note_not_a_refusal(tiny_npz):
+    """Out of memory at some width, a store not mounted yet: the trials report such ends as
+    their own; the dry run stops and says so."""
+    class Raises(Recording):
+        def model(self, cfg, meta):
+            raise RuntimeError("the model store is not mounted yet")
+
+    note = check_task(Raises(), load_npz(tiny_npz), {"patch_size": 12, "workload": "custom"})
+    assert note.startswith("note: task tests.trainables.test_task:") and \
+        "model() raised RuntimeError: the model store is not mounted yet" in note

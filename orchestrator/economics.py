@@ -19,8 +19,10 @@ costs, `first_use_s`, are recorded apart, for both).
                           minus the baseline's run, and nothing else
     payback_runs          search_cost_s / (baseline_s - found_s): runs until the time saved
                           pays for the search
-    hit_rate              confirmations that reached the target / confirmations run; the
-                          prediction error is over those that reached it
+    hit_rate              confirmations that reached the target / confirmations run; a race's
+                          decided contender is a hit where its measured run reached the target,
+                          a miss where it did not, and counts neither way where it was not
+                          measured; the prediction error is over those that reached it
 """
 
 from __future__ import annotations
@@ -34,6 +36,9 @@ from typing import Any
 
 from orchestrator.curves import first_at
 from orchestrator.records import TrialRecord
+from trainables.config import SPEED_ONLY, TrialConfig
+from trainables.identity import key_without
+from trainables.status import TrialStatus
 
 
 @dataclass(frozen=True)
@@ -80,12 +85,18 @@ class Economics:
 
 
 def compute(*, baseline: dict, target: float, measured: dict | None, cost_s: float,
-            confirmations: list[TrialRecord], loop_alone_s: float | None = None) -> Economics:
+            confirmations: list[TrialRecord], loop_alone_s: float | None = None,
+            base: dict | None = None) -> Economics:
     """The economics of a search: its baseline's record, its measured answer (measured.json),
-    its cost and its confirmations (this search's trials)."""
+    its cost and its confirmations (this search's trials; `base`: the fixed settings under
+    their knobs)."""
     base_s = float(baseline["train_time_s"])
     base_at = first_at(baseline.get("curve") or [], target)
-    hits = [r for r in confirmations if r.reached]
+    told = _measured_runs(measured)  # a decided contender's run -> whether it reached
+    outcome = {r.trial_id: told.get(_run(base, r)) if r.status == TrialStatus.DECIDED
+               else r.reached for r in confirmations}
+    confirmations = [r for r in confirmations if outcome[r.trial_id] is not None]
+    hits = [r for r in confirmations if outcome[r.trial_id]]
     errors = [abs(r.metrics["prediction_error"]) for r in hits
               if _finite(r.metrics.get("prediction_error"))]
     started = [abs(r.metrics["start_prediction_error"]) for r in hits
@@ -106,7 +117,7 @@ def compute(*, baseline: dict, target: float, measured: dict | None, cost_s: flo
         hit_rate=len(hits) / len(confirmations) if confirmations else None,
         confirmations=len(confirmations), hits=len(hits),
         misses=[{"trial_id": r.trial_id, "status": str(r.status), "reason": r.reason}
-                for r in confirmations if not r.reached],
+                for r in confirmations if not outcome[r.trial_id]],
         prediction_error=statistics.median(errors) if errors else None,
         start_prediction_error=statistics.median(started) if started else None,
         first_use_s={"baseline": baseline.get("first_use_s"),
@@ -148,6 +159,22 @@ def lines(e: Economics, baseline: dict, errors: list[dict]) -> list[str]:
             if _finite(err.get("start_error")) else ""
         out.append(f"predicted/measured {err['trial_id']}: {err['predicted_s']:.1f} s predicted,"
                    f" {err['measured_s']:.1f} s to the target ({err['error']:+.0%}){start}")
+    return out
+
+
+def _run(base: dict | None, rec: TrialRecord) -> str:
+    """What a configuration trains, every setting resolved, its length and speed switches
+    aside."""
+    config = TrialConfig.from_dict({**(base or {}), **rec.knobs}).to_dict()
+    return key_without(config, SPEED_ONLY | {"epochs"})
+
+
+def _measured_runs(measured: dict | None) -> dict[str, bool]:
+    """Each configuration the measure stage trained: whether it reached the target."""
+    out: dict[str, bool] = {}
+    for attempt in (measured or {}).get("attempts", []):
+        key = key_without(attempt["config"], SPEED_ONLY | {"epochs"})
+        out[key] = out.get(key, False) or bool(attempt["reached"])
     return out
 
 

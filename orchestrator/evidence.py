@@ -50,6 +50,8 @@ class Evidence:
         self._held: list[dict] = []  # earlier searches' configurations that reached it
         self._earlier_missed: list[tuple[dict, float]] = []
         self._expected: dict[str, float] = {}  # trial -> its predicted time to the target
+        self._told: dict[str, tuple[float, float, float, int]] = {}  # the race's expectations
+        self._earlier_told: list[float] = []  # earlier searches' decided pessimistic times
         self._ratios: list[float] = []  # measured / predicted of earlier searches' results
 
     # -- what trials say -------------------------------------------------------------------
@@ -76,6 +78,13 @@ class Evidence:
         """The time to the target predicted for a trial (calibrates later predictions)."""
         self._expected[trial_id] = float(predicted_s)
 
+    def expected(self, trial_id: str, low_s: float, mid_s: float, high_s: float,
+                 epoch: int) -> None:
+        """What a contender's curve tells of its time to the target so far (the race,
+        orchestrator/screen/race.py): its bounds, and the epoch its pessimistic one reaches the
+        target at."""
+        self._told[trial_id] = (low_s, mid_s, high_s, epoch)
+
     def learn_twin(self, config: dict, epoch: int, reached: bool) -> None:
         """A decided trial's run reached the target at `epoch` (`reached`), or had not by it."""
         earliest = epoch - TWIN_MARGIN if reached else epoch + 1 - TWIN_MARGIN
@@ -94,6 +103,11 @@ class Evidence:
         if ratio is not None and ratio > 0:
             self._ratios.append(ratio)
 
+    def earlier_expected(self, config: dict, high_s: float) -> None:
+        """A contender an earlier search's race decided: it reaches the target by `high_s`."""
+        self._held.append(dict(config))
+        self._earlier_told.append(float(high_s))
+
     def earlier_missed(self, config: dict, short_by: float) -> None:
         self._earlier_missed.append((dict(config), float(short_by)))
 
@@ -102,6 +116,19 @@ class Evidence:
     def best_s(self) -> float | None:
         """The fastest time to the target measured: no trial slower than it can win."""
         return self._best_s
+
+    def best_bound(self, besides: str | None = None) -> float | None:
+        """The fastest time to the target known for sure: measured, or a decided contender's
+        pessimistic bound (`besides`: a contender's own does not count against it)."""
+        told = [t[2] for trial, t in self._told.items()
+                if trial != besides
+                 and self._stopped.get(trial, (None,))[0] == TrialStatus.DECIDED]
+        bounds = [b for b in [self._best_s, *told, *self._earlier_told] if b is not None]
+        return min(bounds) if bounds else None
+
+    def expectation(self, trial_id: str) -> tuple[float, float, float, int] | None:
+        """(low, mid, high seconds, epoch at the high bound) the race last told of a trial."""
+        return self._told.get(trial_id)
 
     def time_to_target(self, trial_id: str) -> float | None:
         found = self._reached.get(trial_id)

@@ -124,7 +124,7 @@ def _economics(ctx: StageContext, strategy, measured: dict | None, best: dict | 
         return projected_economics(best, baseline, objective.baseline_s, cost_s)
     e = economy.compute(baseline=baseline, target=objective.target, measured=measured,
                         cost_s=cost_s, confirmations=ctx.book.finished(Role.TRIAL),
-                        loop_alone_s=strategy.loop_alone_s(ctx))
+                        loop_alone_s=strategy.loop_alone_s(ctx), base=ctx.prepared.base)
     e.write(folder.economics)
     return economy.lines(e, baseline, prediction_errors(table)), e.metrics()
 

@@ -90,6 +90,12 @@ class TrialRecord:
         return self.time_to_target_s is not None
 
     @property
+    def expected_s(self) -> float | None:
+        """A decided contender's expected time to the target (the race's); None otherwise."""
+        value = self.metrics.get("expected_time_to_target_s")
+        return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else None
+
+    @property
     def fixed_cost_s(self) -> float | None:
         """Trial wall time that is not training, validation or the speed profile (reported
         apart as profile_s): Ray start-up, data, teardown."""

@@ -15,6 +15,7 @@ from orchestrator.records import TrialRecord
 
 LEADERBOARD_METRICS = ["val_score", "train_time_s", "full_run_s", "samples_per_s",
                        "objective", "speedup_vs_baseline", "time_to_target_s",
+                       "expected_time_to_target_s", "expected_low_s", "expected_high_s",
                        "predicted_time_to_target_s", "prediction_error",
                        "predicted_at_start_s", "start_prediction_error", "fixed_cost_s",
                        "profile_s"]
@@ -63,6 +64,7 @@ TASK_METRICS = ["val_dice", "val_iou", "activation_mb"]
 WIDTH = 120
 # Compact columns after the knobs, and their short names.
 COMPACT = {"planned_epochs": "epochs", "val_score": "score", "time_to_target_s": "to_target_s",
+           "expected_time_to_target_s": "expected_s",
            "train_time_s": "train_s", "speedup_vs_baseline": "speedup",
            "predicted_time_to_target_s": "predicted_s"}
 

@@ -31,6 +31,7 @@ Placement = Literal["PACK", "SPREAD"]
 ProfileMode = Literal["on", "off", "compile"]
 SpatialDims = Literal[0, 1, 2, 3]
 Strategy = Literal["tune", "screen"]
+ConfirmMode = Literal["race", "full"]
 PLACEMENTS: tuple[str, ...] = get_args(Placement)
 PROFILE_MODES: tuple[str, ...] = get_args(ProfileMode)
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
@@ -69,6 +70,11 @@ class SearchSpec:
     each trains, Ray Tune) or 'screen' (every combination of the space's choices is timed for a
     few steps, its time to the baseline's accuracy is predicted, and at most `num_trials` of
     the fastest predicted are trained to it: match_baseline only; orchestrator/screen/)."""
+    confirm: ConfirmMode = "race"
+    """Strategy 'screen': how a confirmation is decided. 'race': each is stopped once its
+    learning curve tells its time to the target (extrapolated against the baseline's curve at
+    equal progress, with bounds; orchestrator/screen/race.py), and only the fastest expected
+    trains to the target; 'full': each trains until it reaches the target or is cut."""
     num_trials: int = field(default=8, metadata={"flag": "--trials"})
     """Trials to run (the search may stop earlier on `time_budget_s`). Under strategy 'screen'
     the configurations confirmed for this accuracy, earlier searches' on the same workload and

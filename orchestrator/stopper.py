@@ -81,10 +81,12 @@ class TargetStopper(Stopper):
     the trial book and the searcher read."""
 
     def __init__(self, objective, evidence: Evidence | None = None,
-                 curve: list[list[float]] | None = None):
+                 curve: list[list[float]] | None = None, rules: tuple = ()):
         """curve: the baseline's learning curve ([epoch, score, time] of its `len(curve)`
-        epochs), to cut a trial that falls behind it (`LAG`), or None."""
-        self.objective = objective
+        epochs), to cut a trial that falls behind it (`LAG`), or None. rules: more decisions
+        of a strategy's own, each (trial id, result) -> (status, reason) or None, asked after
+        the measured ones (the screen's race: orchestrator/screen/race.py)."""
+        self.objective, self.rules = objective, tuple(rules)
         self.evidence = evidence if evidence is not None else Evidence()
         # Its best score so far at each point of its schedule (a monotone envelope: one bad
         # validation must not lower the bar).
@@ -137,8 +139,13 @@ class TargetStopper(Stopper):
                 trial_id, TrialStatus.PRUNED,
                 f"slower than the fastest trial: {spent:.1f}s of training, another reached the "
                 f"target {target:.4f} in {best_s:.1f}s")
-        return self._twin_slower(trial_id, result, spent) or \
-            self._behind(trial_id, result, config)
+        if self._twin_slower(trial_id, result, spent) or self._behind(trial_id, result, config):
+            return True
+        for rule in self.rules:
+            decided = rule(trial_id, result)
+            if decided is not None:
+                return self._stop(trial_id, *decided)
+        return False
 
     def _twin_slower(self, trial_id: str, result: dict, spent: float) -> bool:
         """Cut a trial whose decided twin says it reaches the target no sooner than epoch E,

@@ -14,7 +14,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("trainables", "search_spaces", "orchestrator")
 LAYERS = [
-    ("trainables.config", "trainables.status"),
+    ("trainables.config", "trainables.status", "trainables.identity"),
     ("trainables.data",),
     ("trainables.models",),
     ("trainables.workloads",),

@@ -112,6 +112,7 @@ COMMANDS: dict[str, str] = {
     "--profile": "options",
     "--rerun-duplicates": "own_match",
     "--rerun-baseline": "screen",
+    "--confirm": "screen",
     "--task": YOUR_TASK,
     "--baseline-set": YOUR_TASK,
     "--wide": "own_match",
@@ -217,7 +218,7 @@ RUNS: dict[str, list[str]] = {
     "screen": ["search", "--name", "screen", "--data", "{npz}", "--space", "small",
                "--set", "patch_size=12", "--strategy", "screen", "--objective",
                "match_baseline", "--full-epochs", "2", "--epochs", "2", "--tolerance", "0.05",
-               "--baseline", "seeds", "--rerun-baseline", "--trials", "3",
+               "--baseline", "seeds", "--rerun-baseline", "--confirm", "full", "--trials", "3",
                "--cpus-per-trial", "1"],
 }
 FOLDERS = {"tune": "default", "spec": "wider-search"}  # else the run's --name

@@ -36,6 +36,10 @@ class TrialStatus(StrEnum):
     DUPLICATE = "duplicate"
     """Same knobs and seed as a trial already run in this search: reports that trial's recorded
     result instead of training again (`rerun_duplicates` turns this off)."""
+    DECIDED = "decided"
+    """Stopped by the screen's race once its learning curve told its time to the target (an
+    extrapolation with bounds, orchestrator/screen/race.py): not trained to the target; the
+    fastest expected is then measured as it is handed over."""
     INTERRUPTED = "interrupted"
     """Still running when the user stopped the search (Ctrl-C, SIGTERM); a resume runs a new trial
     in its place."""
@@ -94,6 +98,7 @@ STATUS_TABLE: dict[TrialStatus, Traits] = {
     TrialStatus.FAILED:        _T("FAIL",     None,  "FAILED",   False, OnResume.KEEP,      False, True),   # noqa: E501
     TrialStatus.DISCARDED:     _T(None,       None,  "KILLED",   False, OnResume.DROP,      False, False),  # noqa: E501
     TrialStatus.DUPLICATE:     _T("PRUNED",   None,  "FINISHED", False, OnResume.KEEP,      False, False),  # noqa: E501
+    TrialStatus.DECIDED:       _T("PRUNED",   None,  "FINISHED", False, OnResume.KEEP,      False, False),  # noqa: E501
     TrialStatus.INTERRUPTED:   _T("PRUNED",   None,  "KILLED",   False, OnResume.RUN_AGAIN, False, False),  # noqa: E501
 }
 """Why some rows read as they do:
@@ -101,6 +106,8 @@ STATUS_TABLE: dict[TrialStatus, Traits] = {
   time budget or a signal stopped it. Optuna keeps its intermediate values as PRUNED.
 * DUPLICATE reports another trial's result; that trial told the study already, so the repeat
   is PRUNED (it must not count twice). Its MLflow run is FINISHED: nothing went wrong.
+* DECIDED stopped early on purpose, nothing went wrong (FINISHED), but its time to the target
+  is expected, not measured: not rankable; the race's measure stage measures the fastest.
 * INTERRUPTED is PRUNED in the live study, which ends with the driver; the resumed study never
   holds it: a new trial runs in its place."""
 

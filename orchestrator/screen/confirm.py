@@ -20,6 +20,7 @@ from orchestrator.evidence import Evidence, pairs
 from orchestrator.records import Role, TrialRecord
 from orchestrator.screen import predict as predictor
 from orchestrator.screen.knowledge import Knowledge
+from orchestrator.screen.race import RaceRule, validation_cadence
 from orchestrator.screen.twins import teach_twins
 from orchestrator.stages import StageContext
 from orchestrator.stopper import TargetStopper, validation_gate
@@ -101,7 +102,7 @@ class Confirmations(Searcher):
         order = sorted(self.left, key=lambda i: (
             len(pairs(self.configs[i], self.varied) & doubted),
             short.get(learning_key(self.configs[i]), -1.0)))
-        best, scale = self.evidence.best_s, self.evidence.calibration() * self.slack
+        best, scale = self.evidence.best_bound(), self.evidence.calibration() * self.slack
         return next((i for i in order if best is None or self.predicted[i] * scale <= best),
                     None)
 
@@ -166,7 +167,11 @@ def settle(predictions: list[predictor.Prediction], knowledge: Knowledge, eviden
         seen.add(id(earlier))
         out.settled += 1
         teach_twins(evidence, earlier["knobs"], earlier.get("curve"), target, earlier["status"])
-        if earlier.get("time_to_target_s") is not None:
+        if earlier.get("expected_s") is not None:  # an earlier race decided it
+            knobs = {k: earlier["knobs"][k] for k in knobs_of(pred) if k in earlier["knobs"]}
+            out.earlier.append(earlier_record(earlier, knobs))
+            evidence.earlier_expected(knobs, earlier.get("expected_high_s") or math.inf)
+        elif earlier.get("time_to_target_s") is not None:
             # As it ran: the same run, but the switches are the earlier trial's.
             knobs = {k: earlier["knobs"][k] for k in knobs_of(pred) if k in earlier["knobs"]}
             out.earlier.append(earlier_record(earlier, knobs))
@@ -187,6 +192,8 @@ def teach_finished(evidence: Evidence, done: list[TrialRecord], target: float) -
         teach_twins(evidence, rec.knobs, rec.curve, target, rec.status)
         if rec.short_by is not None:
             evidence.earlier_missed(rec.knobs, rec.short_by)
+        if rec.status == TrialStatus.DECIDED and rec.expected_s is not None:
+            evidence.earlier_expected(rec.knobs, rec.metrics.get("expected_high_s", math.inf))
         if rec.reached and traits(rec.status).rankable:
             predicted = (rec.prediction or {}).get("predicted_time_s")
             evidence.earlier_reached(rec.knobs, rec.time_to_target_s,
@@ -199,10 +206,15 @@ def run_confirmations(ctx: StageContext, todo: list[predictor.Prediction], plann
     # A candidate whose switches the screen did not time (it times them only for the few
     # predicted fastest, and confirm may go past those) picks them as a `tune` trial does, by
     # timing a few steps at its start; one that was timed keeps its value. Each skips the
-    # validations that cannot decide it (trainables/loop/fit.validates).
-    base = {**ctx.prepared.base, **validation_gate(ctx.baseline, ctx.objective.target)}
+    # validations that cannot decide it (trainables/loop/fit.validates); in the race, its
+    # curve needs points from early on: it validates about `race.POINTS_PER_RUN` times a run.
+    race = ctx.spec.confirm == "race"
+    base = {**ctx.prepared.base, **(validation_cadence(ctx.baseline) if race else
+                                    validation_gate(ctx.baseline, ctx.objective.target))}
     trial_ctx = ctx.trial_context(base, ctx.objective, profile, time_start=True)
-    stopper = TargetStopper(ctx.objective, ctx.evidence, curve=ctx.baseline.get("curve"))
+    rules = (RaceRule(ctx.baseline, ctx.objective.target, ctx.evidence),) if race else ()
+    stopper = TargetStopper(ctx.objective, ctx.evidence, curve=ctx.baseline.get("curve"),
+                            rules=rules)
     ctx.book.begin(Role.TRIAL, ctx.spec.num_trials, ctx.spec.epochs, base=base, predictions={
         config_key(knobs_of(p)): p.to_dict() for p in todo})
     searcher = Confirmations([knobs_of(p) for p in todo], [p.predicted_time_s for p in todo],
@@ -210,7 +222,7 @@ def run_confirmations(ctx: StageContext, todo: list[predictor.Prediction], plann
     if searcher.next_index() is None:
         # Nothing left is predicted to beat what was measured: no Tune run to start (one that
         # ends before its first trial races Tune's own saving of its state).
-        best = ctx.evidence.best_s
+        best = ctx.evidence.best_bound()
         why = "every one is ruled out by a miss" if best is None else \
             f"none is predicted to beat {best:.1f} s to the target"
         ctx.say(f"confirm: nothing to confirm: {why}")
@@ -223,11 +235,18 @@ def run_confirmations(ctx: StageContext, todo: list[predictor.Prediction], plann
 
 
 def earlier_record(entry: dict, knobs: dict) -> TrialRecord:
-    """An earlier search's confirmed result, as a leaderboard row of this one."""
-    metrics = {"time_to_target_s": entry["time_to_target_s"],
-               "train_time_s": entry["time_to_target_s"],
-               "val_score": entry.get("val_score") or float("nan"),
-               "objective": -entry["time_to_target_s"]}
+    """An earlier search's confirmed (or, by a race, decided) result, as a leaderboard row of
+    this one."""
+    if entry.get("time_to_target_s") is None:  # decided: its expected time, not measured
+        metrics = {"expected_time_to_target_s": entry["expected_s"],
+                   "expected_high_s": entry.get("expected_high_s") or float("nan"),
+                   "expected_epoch": float(entry.get("expected_epoch") or 0),
+                   "val_score": entry.get("val_score") or float("nan"), "objective": -1e6}
+    else:
+        metrics = {"time_to_target_s": entry["time_to_target_s"],
+                   "train_time_s": entry["time_to_target_s"],
+                   "val_score": entry.get("val_score") or float("nan"),
+                   "objective": -entry["time_to_target_s"]}
     return TrialRecord(entry.get("trial_id", "earlier"), 0, knobs, 0.0, 0.0,
                        TrialStatus(entry["status"]), reason=f"confirmed by {entry['search']}",
                        metrics=metrics, role=Role.EARLIER, curve=entry.get("curve") or [],

@@ -110,8 +110,8 @@ class Knowledge:
             same = config_key(e["config"]) == key
             if not same and run_key(e["config"]) != run:
                 continue
-            reached = e.get("time_to_target_s") is not None
-            if reached and e["target"] >= target:
+            reached = e.get("time_to_target_s") is not None or e.get("expected_s") is not None
+            if reached and e["target"] >= target:  # measured, or (a race) told by its curve
                 return e
             learned = same or e.get("short_by") is not None  # a speed cut is its switches'
             if not reached and learned and same_target(e["target"], target):

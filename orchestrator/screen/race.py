@@ -7,19 +7,28 @@ contender trains until its learning curve tells its time to the target well enou
 * **Compared at equal progress.** A contender's schedule spans P epochs as the baseline's
   spans N (orchestrator/screen/predict.py plans P from the gradient noise scale), so at the
   same fraction of its schedule it has taken the same share of its learning-rate schedule.
-  There, its error (1 - score) is compared with the baseline's best error so far: their ratio k
-  says how much better or worse it learns.
-* **Extrapolated with an uncertainty.** k is the geometric mean of the ratios at its validated
-  points, with a standard error from their spread (never below `NOISE`, a validation's own
-  epoch-to-epoch noise: unet3d's Dice moved 1-3 points an epoch). The contender reaches the
-  target S - tolerance where the baseline's error curve, scaled by k, falls to 1 - target:
-  its progress p*, its epoch p* x P, and its time, that epoch at its own measured pace. The
-  bounds are those of k at `Z` standard errors; a k too large never gets there (no bound).
-* **Stopped when it cannot win, or once it is told.** A contender whose optimistic time to the
-  target is slower than another's pessimistic one (or a time measured) cannot win: cut. One
-  whose bounds lie within `TOLD` of each other, or that reached `DECIDE_AT` of its schedule, is
-  decided: stopped with its expected time (status `decided`). Nothing is judged before
-  `RUNG` of its schedule and two validated points.
+  There, its error (1 - score) is compared with the baseline's best error so far: their log
+  ratio r says how much better or worse it learns.
+* **The baseline's curve is the prior.** Before any evidence a contender learns as the
+  baseline does (r = 0): it reaches the target where the baseline did, at the same fraction of
+  its schedule, as the prediction said. Its points move r from there, the later ones more (an
+  early score says little: the lr is still warming up, and a configuration 0.12 behind at 35%
+  of its schedule reached the target on time), each no surer than `SIGMA` (a validation's
+  epoch-to-epoch noise: unet3d's Dice moved 1-3 points an epoch), against a prior spread of
+  `PRIOR` (how differently configurations of one space learn).
+* **Extrapolated with an uncertainty.** The contender reaches the target S - tolerance where
+  the baseline's error curve, scaled by exp(r), falls to 1 - target: its progress, its epoch,
+  and its time at its own measured pace. At r's optimistic bound (`Z` standard errors) that is
+  the soonest it can get there; at its pessimistic bound the latest, or its plan's end if it
+  gets there at all (P is planned to learn as much as the baseline's N).
+* **Stopped when it cannot win, cannot reach, or once it is told.** A contender whose soonest
+  is later than another's latest (or than a time measured) cannot win: cut. One that even at
+  its optimistic bound ends short of the target cannot reach it: cut, and taught to the
+  confirmations as a miss. One whose bounds lie within `TOLD` of each other, or that reached
+  `DECIDE_AT` of its schedule, is decided: stopped with its expected time (status `decided`;
+  its plan's end where its expected ratio ends short but its optimistic one does not: a
+  target within the tolerance of the baseline's final score is reached, if at all, as the lr
+  anneals). Nothing is judged before `RUNG` of its schedule and `POINTS` validated points.
 
 The fastest expected is the answer, and only it trains to the target: the measure stage trains
 it as it is handed over (orchestrator/measure.py), for the epochs its pessimistic bound needs.
@@ -43,14 +52,26 @@ from trainables.status import TrialStatus
 RUNG = 0.2
 # A contender is decided by this fraction of its schedule at the latest.
 DECIDE_AT = 0.4
-# Bounds this close (pessimistic / optimistic time) tell the time well enough to stop.
-TOLD = 1.5
-# Standard errors either side of the expected ratio: the bounds.
+# Bounds this close (latest / soonest time) tell the time well enough to stop.
+TOLD = 1.3
+# Standard errors either side of the expected log ratio: the bounds.
 Z = 2.0
-# The least uncertainty of a log error ratio: one validation's epoch-to-epoch noise.
-NOISE = 0.05
+# The least uncertainty of one point's log error ratio, and the prior spread of a contender's.
+SIGMA = 0.25
+PRIOR = 0.4
 # Validated points a contender needs before it is judged.
 POINTS = 2
+# About this many validations over a run: enough points by `RUNG`, few on a long job (a sliding
+# window over every held-out volume was 28% of unet3d's confirmations' time).
+POINTS_PER_RUN = 16
+
+
+def validation_cadence(baseline: dict) -> dict:
+    """The contenders' validation settings (trainables/config.py): every k-th epoch, k such that
+    a run of the baseline's length validates about POINTS_PER_RUN times, from its first epoch
+    on (no loss gate: the race reads the curve from `RUNG` of the schedule)."""
+    epochs = int(baseline.get("epochs") or len(baseline.get("curve") or []) or 1)
+    return {"val_every": max(1, round(epochs / POINTS_PER_RUN)), "val_skip_above_loss": None}
 
 
 @dataclass(frozen=True)
@@ -100,30 +121,46 @@ class BaselineCurve:
         return None
 
 
+def log_ratio(baseline: BaselineCurve, points: list[tuple[float, float]]
+              ) -> tuple[float, float]:
+    """The posterior mean and standard error of a contender's log error ratio to the baseline's
+    at equal progress: its points, weighted by their progress, against the prior r = 0."""
+    weights = [p for p, _ in points]
+    logs = [math.log(max(1.0 - s, 1e-6) / baseline.error_at(p)) for p, s in points]
+    mean = sum(w * r for w, r in zip(weights, logs)) / sum(weights)
+    spread = math.sqrt(sum(w * (r - mean) ** 2 for w, r in zip(weights, logs)) / sum(weights))
+    precision = sum(weights) / max(spread, SIGMA) ** 2
+    posterior = precision + 1 / PRIOR ** 2
+    return precision * mean / posterior, 1 / math.sqrt(posterior)
+
+
 def expect(baseline: BaselineCurve, points: list[tuple[float, float]], target: float,
            planned: int, pace: tuple[int, float, float]) -> Expected | None:
     """A contender's expected time to the target from its validated `points` ((progress,
     score)), its schedule of `planned` epochs and its `pace` (epoch, training time at it, seconds
-    an epoch after its first); None before `POINTS` points."""
+    an epoch after its first); None before `POINTS` points. `low_s` is inf where even its
+    optimistic bound ends short of the target, `mid_s` where its expected ratio does."""
     if len(points) < POINTS:
         return None
-    logs = [math.log(max(1.0 - s, 1e-6) / baseline.error_at(p)) for p, s in points]
-    mean = statistics.fmean(logs)
-    spread = statistics.stdev(logs) if len(logs) > 1 else NOISE
-    se = max(spread, NOISE) / math.sqrt(len(logs)) * math.sqrt(2)  # few points: no better
+    mean, se = log_ratio(baseline, points)
     epoch_now, time_now, per_epoch = pace
+    below = points[-1][1] < target  # not there yet: no sooner than its next epoch
 
-    def time_for(log_ratio: float) -> tuple[float, int]:
-        progress = baseline.progress_at((1.0 - target) / math.exp(log_ratio))
+    def when(r: float) -> int | None:
+        progress = baseline.progress_at((1.0 - target) / math.exp(r))
         if progress is None or progress > 1.0:
-            return math.inf, planned
+            return None
         epoch = max(1, math.ceil(progress * planned - 1e-9))
-        return time_now + (epoch - epoch_now) * per_epoch, epoch
+        return max(epoch, epoch_now + 1) if below else epoch
 
-    low, _ = time_for(mean - Z * se)
-    mid, _ = time_for(mean)
-    high, epoch = time_for(mean + Z * se)
-    return Expected(low, mid, high, epoch, math.exp(mean))
+    def time_at(epoch: int | None) -> float:
+        return math.inf if epoch is None else time_now + (epoch - epoch_now) * per_epoch
+
+    soonest, expected, latest = when(mean - Z * se), when(mean), when(mean + Z * se)
+    # If it gets there at all, it does by its plan's end: P learns as much as the baseline's N.
+    latest = latest if latest is not None else (planned if soonest is not None else None)
+    return Expected(time_at(soonest), time_at(expected), time_at(latest),
+                    latest or planned, math.exp(mean))
 
 
 class RaceRule:
@@ -150,17 +187,35 @@ class RaceRule:
         found = expect(self.curve, points, self.target, planned, pace)
         if found is None:
             return None
-        self.evidence.expected(trial_id, found.low_s, found.mid_s, found.high_s, found.epoch)
+        progress = epoch / planned
+        if math.isinf(found.low_s):  # even at its optimistic bound it ends short
+            self.evidence.expected(trial_id, found.low_s, found.mid_s, found.high_s,
+                                   found.epoch)
+            return self._short(trial_id, result, found)
+        # Expected short but able to reach: by its plan's end, if at all (the measured run
+        # tells; a miss there sends the measure stage to the next fastest).
+        mid = found.mid_s if math.isfinite(found.mid_s) else found.high_s
+        self.evidence.expected(trial_id, found.low_s, mid, found.high_s, found.epoch)
         bar = self.evidence.best_bound(besides=trial_id)
         if bar is not None and found.low_s > bar:
             return (TrialStatus.PRUNED,
                     f"extrapolated slower: at best {found.low_s:.1f} s to the target (its "
                     f"error {found.ratio:.2f}x the baseline's at equal progress), another "
                     f"reaches it by {bar:.1f} s")
-        if found.high_s <= TOLD * found.low_s or epoch / planned >= DECIDE_AT:
-            high = "never" if math.isinf(found.high_s) else f"{found.high_s:.1f} s"
+        if found.high_s <= TOLD * found.low_s or progress >= DECIDE_AT:
             return (TrialStatus.DECIDED,
-                    f"decided at {epoch / planned:.0%} of its schedule: expected at the target "
-                    f"in {found.mid_s:.1f} s ({found.low_s:.1f} s to {high}; its error "
+                    f"decided at {progress:.0%} of its schedule: expected at the target in "
+                    f"{mid:.1f} s ({found.low_s:.1f}-{found.high_s:.1f} s; its error "
                     f"{found.ratio:.2f}x the baseline's at equal progress)")
         return None
+
+    def _short(self, trial_id: str, result: dict, found: Expected) -> tuple[TrialStatus, str]:
+        """Cut as a miss: as it learns, it ends short of the target (the confirmations rule
+        out what learns no more)."""
+        final = 1.0 - found.ratio * self.curve.error_at(1.0)
+        config = result.get("config") if isinstance(result.get("config"), dict) else None
+        self.evidence.missed(trial_id, max(0.0, self.target - final), config)
+        return (TrialStatus.PRUNED,
+                f"extrapolated short of the target: even at its best, its error "
+                f"{found.ratio:.2f}x the baseline's at equal progress ends near {final:.4f}, "
+                f"the target is {self.target:.4f}")

@@ -281,6 +281,9 @@ class ScreenStrategy(Strategy):
             knowledge.add(CONFIRM, config={**ctx.prepared.base, **rec.knobs}, knobs=rec.knobs,
                           picks=rec.picks, short_by=rec.short_by, target=target, status=str(rec.status),
                           trial_id=rec.trial_id, time_to_target_s=rec.time_to_target_s,
+                          expected_s=rec.expected_s,
+                          expected_high_s=rec.metrics.get("expected_high_s"),
+                          expected_epoch=rec.metrics.get("expected_epoch"),
                           val_score=rec.metrics.get("val_score"), curve=rec.curve,
                           epochs=rec.epochs, search=str(ctx.folder.root), search_id=own)
 

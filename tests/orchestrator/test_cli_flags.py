@@ -25,7 +25,7 @@ SEARCH_FLAGS = {
     "--spec", "--check", "--wide", "--lr-scaling",  # not fields: a file, two modes, a --set
     # shortcut
     "--name", "--workload", "--model", "--task", "--data", "--space", "--set", "--epochs",
-    "--strategy",
+    "--strategy", "--confirm",
     "--trials",
     "--time-budget", "--objective", "--time-weight", "--reference-time", "--target",
     "--baseline", "--baseline-set", "--rerun-baseline", "--tolerance", "--full-epochs", "--seed",

@@ -1,0 +1,117 @@
+"""The answer's economics by their one definition (orchestrator/economics.py), the measure
+stage's lengths, and the race's extrapolation (orchestrator/screen/race.py): no Ray."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from orchestrator.economics import compute, lines
+from orchestrator.evidence import Evidence
+from orchestrator.measure import attempts
+from orchestrator.records import TrialRecord
+from orchestrator.screen.race import BaselineCurve, RaceRule, expect
+from trainables.config import TrialConfig
+from trainables.status import TrialStatus
+
+# Baseline: 10 epochs of 10 s, S = 0.80; the target 0.79 first at epoch 8 (80 s).
+BASELINE = {"train_time_s": 100.0, "val_score": 0.80, "epochs": 10,
+            "curve": [[e, [0.5, 0.6, 0.65, 0.7, 0.74, 0.76, 0.78, 0.79, 0.795, 0.80][e - 1],
+                       10.0 * e] for e in range(1, 11)]}
+
+
+def _measured(train_s: float, at_s: float | None, epochs: int = 6, knobs=None) -> dict:
+    config = TrialConfig.from_dict({"batch_size": 64, **(knobs or {}), "epochs": epochs})
+    one = {"config": config.to_dict(), "epochs": epochs, "train_time_s": train_s,
+           "time_to_target_s": at_s, "reached": at_s is not None, "best_score": 0.792,
+           "first_use_s": 1.5}
+    return {**one, "attempts": [one]}
+
+
+def _trial(tid: str, status: str, reached: float | None = None, **knobs) -> TrialRecord:
+    metrics = {"time_to_target_s": reached if reached is not None else math.nan}
+    return TrialRecord(tid, 1, {"batch_size": 64, **knobs}, 0.0, 1.0, TrialStatus(status),
+                       metrics=metrics)
+
+
+def test_speedup_same_target_and_payback_by_their_definitions():
+    e = compute(baseline=BASELINE, target=0.79, measured=_measured(40.0, 30.0), cost_s=90.0,
+                confirmations=[_trial("a", "early_stopped", 30.0), _trial("b", "pruned")],
+                loop_alone_s=80.0)
+    assert e.speedup == pytest.approx(100.0 / 40.0)  # the whole runs: baseline's, as exported
+    assert e.speedup_same_target == pytest.approx(80.0 / 30.0)  # first epochs at the target
+    assert e.payback_runs == pytest.approx(90.0 / (100.0 - 40.0))
+    assert e.search_cost_baseline_runs == pytest.approx(0.9)
+    assert e.loop_alone_speedup == pytest.approx(1.25)
+    assert e.search_adds == pytest.approx(2.5 / 1.25)  # the split multiplies back
+    assert (e.hits, e.confirmations, e.hit_rate) == (1, 2, 0.5)
+    assert [m["trial_id"] for m in e.misses] == ["b"]
+    assert e.first_use_s == {"baseline": None, "found": 1.5}
+    text = "\n".join(lines(e, BASELINE, []))
+    assert "2.50x" in text and "2.67x" in text and "after 1.5 runs" in text
+
+
+def test_no_answer_claims_no_speedup_and_a_slower_one_never_pays_back():
+    none = compute(baseline=BASELINE, target=0.79, measured=_measured(40.0, None),
+                   cost_s=50.0, confirmations=[])
+    assert none.speedup is None and none.payback_runs is None and none.hit_rate is None
+    assert "no speedup to claim" in "\n".join(lines(none, BASELINE, []))
+    slower = compute(baseline=BASELINE, target=0.79, measured=_measured(120.0, 90.0),
+                     cost_s=50.0, confirmations=[])
+    assert slower.speedup < 1 and slower.payback_runs is None
+    assert "never" in "\n".join(lines(slower, BASELINE, []))
+
+
+def test_a_decided_contender_is_a_hit_where_its_measured_run_reached_the_target():
+    decided = _trial("d", "decided")
+    unmeasured = _trial("u", "decided", width=0.5)
+    e = compute(baseline=BASELINE, target=0.79, measured=_measured(40.0, 30.0, epochs=9),
+                cost_s=90.0, confirmations=[decided, unmeasured], base={})
+    assert (e.hits, e.confirmations) == (1, 1)  # the unmeasured one counts neither way
+
+
+def test_the_answer_is_measured_where_it_first_reached_then_halfway_then_whole():
+    assert attempts(6, 12) == [6, 9, 12]
+    assert attempts(12, 12) == [12] and attempts(11, 12) == [11, 12]
+
+
+def test_the_race_expects_a_contender_that_learns_as_the_baseline_where_the_baseline_got_there():
+    curve = BaselineCurve(BASELINE["curve"])
+    like = [(e / 10, s) for e, s, _ in BASELINE["curve"][:4]]  # its first 40%, exactly
+    found = expect(curve, like, 0.79, planned=10, pace=(4, 8.0, 2.0))
+    # r = 0: it reaches the target at epoch 8, as the baseline did: 8 + (8 - 4) x 2 s = 16 s.
+    assert found.ratio == pytest.approx(1.0)
+    assert found.mid_s == pytest.approx(16.0)
+    assert found.low_s <= found.mid_s <= found.high_s <= 8.0 + 6 * 2.0  # by its plan's end
+    worse = [(p, 1 - (1 - s) * 3) for p, s in like]  # three times the error, all along
+    short = expect(curve, worse, 0.79, planned=10, pace=(4, 8.0, 2.0))
+    assert short.ratio > 1.5 and math.isinf(short.mid_s)
+
+
+def test_the_race_decides_cuts_a_loser_and_teaches_the_evidence():
+    evidence = Evidence()
+    rule = RaceRule(BASELINE, 0.79, evidence)
+
+    def run(tid, scores, pace=2.0):
+        out = None
+        for e, s in enumerate(scores, 1):
+            out = rule(tid, {"epoch": e, "epochs_planned": 10, "train_time_s": pace * e,
+                             "val_score": s, "val_epoch": e})
+            if out is not None:
+                evidence.stopped(tid, *out)
+                return e, out
+        return None, None
+
+    epoch, (status, reason) = run("fast", [0.5, 0.6, 0.65, 0.7])
+    assert status == TrialStatus.DECIDED and epoch == 4 and "expected at the target" in reason
+    low, mid, high, at = evidence.expectation("fast")
+    assert low <= mid <= high and at <= 10
+    assert evidence.best_bound() == pytest.approx(high)
+    # Five times slower an epoch: its soonest is later than the first's latest: cut.
+    epoch, (status, reason) = run("slow", [0.5, 0.6, 0.65], pace=10.0)
+    assert status == TrialStatus.PRUNED and reason.startswith("extrapolated slower")
+    # One that learns nothing is a miss, taught as one.
+    epoch, (status, reason) = run("flat", [0.2, 0.2, 0.2, 0.2])
+    assert status == TrialStatus.PRUNED and "short of the target" in reason
+    assert evidence.shortfall("flat") > 0

@@ -1,0 +1,49 @@
+"""What a user reads fits where they read it (issue 39): the printed leaderboard in 120 columns
+(the knobs that vary, the measures that decide; everything with --wide and in the CSV), and the
+screen's progress as one line a round where the output is not a terminal (no Ray)."""
+
+from __future__ import annotations
+
+import io
+
+import pandas as pd
+
+from orchestrator.result import WIDTH, compact
+from orchestrator.screen.progress import Progress
+
+
+def _table(rows: int = 6) -> pd.DataFrame:
+    out = []
+    for i in range(rows):
+        out.append({"rank": i + 1, "trial_id": f"{i:08x}", "status": "early_stopped",
+                    "precision": ["fp32", "bf16-mixed"][i % 2], "batch_size": [2, 4, 8][i % 3],
+                    "width": [0.5, 1.0][i % 2], "patch_size": 24, "channels_last": bool(i % 2),
+                    "planned_epochs": 13, "val_score": 0.9412345, "train_time_s": 17.1234,
+                    "time_to_target_s": 17.1234, "speedup_vs_baseline": 2.2481,
+                    "predicted_time_to_target_s": 24.8612, "prediction_error": 0.4505,
+                    "fixed_cost_s": 0.74, "profile_s": 1.78, "samples_per_s": 56.7,
+                    "objective": -17.12, "full_run_s": 15.3, "role": "trial"})
+    out.append({**out[0], "rank": 0, "trial_id": "a0d6f_00000", "status": "completed",
+                "role": "baseline", "precision": "fp32", "batch_size": 2, "width": 1.0})
+    return pd.DataFrame(out)
+
+
+def test_the_printed_leaderboard_fits_120_columns_and_shows_what_varies():
+    text = compact(_table(), ["precision", "batch_size", "width", "patch_size",
+                              "channels_last"])
+    lines = text.splitlines()
+    assert max(map(len, lines)) <= WIDTH, text
+    header = lines[0].split()
+    assert {"precision", "batch_size", "width", "status", "to_target_s", "speedup",
+            "predicted_s"} <= set(header)
+    assert "patch_size" not in header  # the same in every row: says nothing
+    assert "fixed_cost_s" not in header and "train_s" not in header
+
+
+def test_the_screens_progress_is_a_line_a_round_off_a_terminal():
+    out = io.StringIO()
+    with Progress(out, 24, "screen: round 1") as bar:
+        for _ in range(24):
+            bar.advance()
+    assert out.getvalue().count("\n") == 1
+    assert out.getvalue().startswith("screen: round 1: 24 of 24 timed in ")

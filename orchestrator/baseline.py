@@ -6,6 +6,9 @@ it is (issue 17, item 1).
     base   the search's fixed settings (`base`) as they are: what you run today
     none   no baseline
     PATH   a baseline measured before: the `baseline.json` of an earlier search (not run again)
+    runs:/RUN_ID, or a CSV of epoch, seconds, score
+           your run from history: its curve, its step timed here (orchestrator/
+           history_baseline.py)
 
 It is a trial of the search itself, run by the search's baseline stage (orchestrator/search.py)
 before the search's trials and outside `num_trials`: the same header announces it, the same
@@ -23,6 +26,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from orchestrator import history_baseline
 from orchestrator.curves import first_at
 from trainables.status import traits
 
@@ -45,7 +49,9 @@ RECORD_FIELDS = ("kind", "config", "status", "val_score", "train_time_s")
 
 
 def check_baseline(spec) -> None:
-    if spec.baseline is not None and spec.baseline not in BASELINES:
+    if history_baseline.is_history(spec.baseline):  # it must exist and read as a curve now
+        history_baseline.load(spec.baseline, spec.resolved_tracking_uri())
+    elif spec.baseline is not None and spec.baseline not in BASELINES:
         load_record(spec.baseline)  # else a recorded baseline: it must read as one
     if spec.make_objective().needs_baseline and resolved_kind(spec) == "none":
         raise ValueError(f"objective {spec.objective!r} needs a baseline: use --baseline seeds "
@@ -128,6 +134,9 @@ def describe(kind: str, config: dict[str, Any], base: dict[str, Any], epochs: in
     """The header's baseline line: what runs first, and how it differs from the fixed settings."""
     if kind == "none":
         return "baseline: none"
+    if history_baseline.is_history(kind):
+        return (f"baseline: your run in {kind}, from its history (not trained again; its "
+                "step timed here)")
     if kind not in BASELINES:
         return f"baseline: recorded in {kind} (compared with, not run again)"
     changed = {k: v for k, v in config.items() if base.get(k) != v}
@@ -140,6 +149,9 @@ def result_line(kind: str, record: dict, own: str | None = None) -> str:
     for a baseline recorded before); `own`: this search's id (a baseline an earlier search of
     the same question recorded says where)."""
     where = kind if kind in BASELINES else f"{record['kind']}, recorded in {kind}"
+    if record.get("kind") == "history":
+        where = (f"history, {kind}: its step timed here; its recorded seconds from "
+                 f"{record['seconds_from']} kept beside")
     if kind in BASELINES and own is not None and record.get("search_id") not in (None, own):
         where += f", recorded by {record['search']} (--rerun-baseline trains it again)"
     return (f"baseline ({where}): val_score {record['val_score']:.4f} in "

@@ -27,7 +27,7 @@ from typing import TextIO, TypeVar
 import yaml
 
 from orchestrator import baseline as baselines
-from orchestrator import resources
+from orchestrator import history_baseline, resources
 from orchestrator.errors import InputError, SearchFailed, write_traceback
 from orchestrator.finish import write_results
 from orchestrator.folder import SearchFolder, portable_spec
@@ -180,11 +180,24 @@ class Search:
                 rec = done[-1] if done else self._train_baseline(config)
                 record = baselines.record_of(kind, config, rec, self.tracker.parent_run_id,
                                              str(self.folder.root), ctx.search_id)
+        elif history_baseline.is_history(kind):  # your run: its curve, its step timed here
+            record = self._history_baseline(kind)
         else:  # measured before: compare with it, do not run it again
             record = baselines.load_record(kind)
         self.folder.baseline.write_text(json.dumps(record, indent=2, default=str))
         self.read_baseline()
         ctx.say(baselines.result_line(kind, record, ctx.search_id))
+
+    def _history_baseline(self, source: str) -> dict:
+        from orchestrator.step_timing import run_screen
+
+        ctx, p = self.ctx, self.ctx.prepared
+        history = history_baseline.load(source, self.spec.resolved_tracking_uri())
+        config = history_baseline.config_of(history, p.base, self.spec.baseline_set)
+        (timed,) = run_screen([config], meta=p.data.meta(), n_train=len(p.data.x_train),
+                              datasets=ctx.datasets(), plan=p.plan, task=ctx.task())
+        return history_baseline.record(history, config, timed, str(self.folder.root),
+                                       ctx.search_id)
 
     def _train_baseline(self, config: dict):
         from trainables.trial.trainable import reuse_actors

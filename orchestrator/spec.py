@@ -94,12 +94,14 @@ class SearchSpec:
     """Weighted objective: the time at which the time penalty is zero, seconds."""
     target: float | None = None
     """time_to_target objective: the validation accuracy to reach."""
-    baseline: str | None = field(default=None, metadata={"metavar": "seeds|base|none|PATH"})
-    """A trial run first, outside `num_trials`, that every trial is compared with: 'seeds' (the
-    legacy loop with the seed write-ups' 'before' habits), 'base' (your `base` settings as you
-    run them today), 'none', or the path of a baseline measured before (an earlier search's
-    `baseline.json`: compared with, not run again). Default: 'seeds' for built-in workloads,
-    'base' for your model."""
+    baseline: str | None = field(default=None,
+                                 metadata={"metavar": "seeds|base|none|runs:/ID|CSV|PATH"})
+    """What every trial is compared with: a run made first, outside `num_trials` ('seeds': the
+    legacy loop with the seed write-ups' 'before' habits; 'base': your settings as you run them
+    today), 'none', or your run from history, not trained again: 'runs:/RUN_ID' (an MLflow run
+    of the search's store with a `val_score` per epoch), a CSV of epoch, seconds, score, or an
+    earlier search's `baseline.json`. Default: 'seeds' for built-in workloads, 'base' for your
+    model or task."""
     baseline_set: dict[str, Any] = field(default_factory=dict,
                                          metadata={"flag": "--baseline-set"})
     """The baseline's own settings where your run today differs from the fixed ones (`base`),

@@ -7,10 +7,9 @@ switches are timed one at a time, afterwards, for the candidates the prediction 
 for one batch of each of the models predicted fastest (`to_refine`, `switch_variants`), so a
 switch costs a timing per model instead of doubling the screen.
 
-Each worker count is one Ray job: one-worker candidates in a Ray task holding a trial's
-resources, wider ones in a TorchTrainer worker group of that width (its start-up paid once).
-A group that fails marks its candidates `failed`; an earlier search's timings on the same
-machine kind are taken, not measured again (orchestrator/screen/knowledge.py).
+Each worker count is one Ray job (orchestrator/step_timing.py); a group that fails marks its
+candidates `failed`; an earlier search's timings on the same machine kind are taken, not
+measured again (orchestrator/screen/knowledge.py).
 
 The candidates a confirmation may reach are then timed again, in ROUNDS - 1 more rounds (each
 its own Ray job, the order reversed every other round), and their step time is the median of
@@ -27,13 +26,12 @@ import collections
 import itertools
 import math
 import statistics
-from collections.abc import Callable
 from typing import Any
 
 from search_spaces import domain_values
 from trainables.config import TrialConfig
 from trainables.identity import key_without, model_key
-from trainables.status import TrialStatus, status_of
+from trainables.status import TrialStatus
 
 # Speed-only switches and the values a screen tries beside the config's own (per device kind).
 SWITCHES = {"channels_last": [False, True]}
@@ -128,76 +126,6 @@ def switch_variants(config: dict[str, Any], meta, use_gpu: bool,
             continue
         out += [{**config, switch: v} for v in values if v != getattr(resolved, switch)]
     return out
-
-
-def run_screen(configs: list[dict[str, Any]], *, meta, n_train: int, datasets: dict,
-               plan, task, progress: Callable[[int], None] = lambda n: None
-               ) -> list[dict]:
-    """Time `configs` (grouped by worker count); one result per config, in order.
-    `progress(n)`: n more configs are timed (one at a time in one process; a worker group's
-    all at once)."""
-    from trainables.trial.screen import ScreenPlan
-
-    by_workers: dict[int, list[dict]] = {}
-    for cfg in configs:
-        by_workers.setdefault(int(cfg.get("workers", 1)), []).append(cfg)
-    results: dict[int, dict] = {}
-    for workers, group in sorted(by_workers.items()):
-        screen_plan = ScreenPlan(candidates=group, meta=meta, n_train=n_train,
-                                 threads=plan.threads(workers), task=task)
-        counted = [0]
-
-        def tick(n: int) -> None:
-            counted[0] += n
-            progress(n)
-
-        try:
-            found = _in_process(screen_plan, datasets, plan, tick) if workers == 1 else \
-                _in_group(screen_plan, datasets, plan, workers)
-        except Exception as err:  # noqa: BLE001 - the group's end is its candidates' result
-            outcome = status_of(err)
-            found = [{"config": c, "status": str(outcome.status), "reason": outcome.reason}
-                     for c in group]
-        progress(len(group) - counted[0])  # a worker group's, or what a lost task left
-        for cfg, result in zip(group, found):
-            results[id(cfg)] = result
-    return [results[id(cfg)] for cfg in configs]
-
-
-def _in_process(screen_plan, datasets: dict, plan, progress: Callable[[int], None]
-                ) -> list[dict]:
-    import ray
-
-    from trainables.trial.screen import screen_in_process
-
-    bundle = plan.in_process()
-    # A streaming task: each result comes back as it is timed, so progress shows as it goes.
-    task = ray.remote(screen_in_process).options(
-        num_cpus=bundle["CPU"], num_gpus=bundle.get("GPU", 0), max_retries=0,
-        num_returns="streaming")
-    found = []
-    for ref in task.remote(screen_plan, datasets, plan.use_gpu):
-        found.append(ray.get(ref))
-        progress(1)
-    return found
-
-
-def _in_group(screen_plan, datasets: dict, plan, workers: int) -> list[dict]:
-    import ray.train
-    from ray.train.torch import TorchConfig, TorchTrainer
-
-    from trainables.data.pipeline import data_config, group_datasets
-    from trainables.trial.screen import screen_loop_per_worker
-
-    group_data, loop_data = group_datasets(datasets, workers)
-    trainer = TorchTrainer(
-        screen_loop_per_worker, train_loop_config={"plan": screen_plan, **loop_data},
-        torch_config=TorchConfig(backend="nccl" if plan.use_gpu else "gloo"),
-        scaling_config=ray.train.ScalingConfig(num_workers=workers, use_gpu=plan.use_gpu,
-                                               resources_per_worker=plan.worker(workers)),
-        datasets=group_data, dataset_config=data_config(),
-        run_config=ray.train.RunConfig(failure_config=ray.train.FailureConfig(max_failures=0)))
-    return trainer.fit().return_value
 
 
 def describe(results: list[dict], seconds: float, reused: int = 0) -> str:

@@ -34,6 +34,7 @@ from orchestrator.screen.knowledge import (BASELINE, CONFIRM, MEASURED, SCREEN, 
                                            Knowledge, model_identity)
 from orchestrator.screen.progress import Progress
 from orchestrator.stages import Stage, StageContext
+from orchestrator.step_timing import run_screen
 from orchestrator.strategy import Strategy
 from trainables.identity import config_key
 from trainables.status import OnResume, TrialStatus, traits
@@ -149,7 +150,7 @@ class ScreenStrategy(Strategy):
         known = [knowledge.screened(c) for c in configs]
         todo = [c for c, k in zip(configs, known) if k is None]
         with Progress(ctx.out, len(todo), label) as bar:
-            fresh = iter(screening.run_screen(
+            fresh = iter(run_screen(
                 todo, meta=p.data.meta(), n_train=len(p.data.x_train), datasets=ctx.datasets(),
                 plan=p.plan, task=ctx.task(), progress=bar.advance)
                 if todo else [])
@@ -178,7 +179,7 @@ class ScreenStrategy(Strategy):
             label = f"screen: contenders, round {round_ + 2} of {screening.ROUNDS}"
             with Progress(ctx.out, len(order), label) as bar:
                 p = ctx.prepared
-                timed = screening.run_screen(
+                timed = run_screen(
                     [results[i]["config"] for i in order], meta=p.data.meta(),
                     n_train=len(p.data.x_train), datasets=ctx.datasets(), plan=p.plan,
                     task=ctx.task(), progress=bar.advance) \

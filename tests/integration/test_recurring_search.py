@@ -80,3 +80,38 @@ def test_a_repeated_search_trains_nothing_and_hands_over_the_same_answer(ray_ses
     files = sorted((tmp_path / "runs" / "measurements").glob("*.jsonl"))
     assert len(files) == 2 and any("small" in f.name for f in files) and \
         any("other" in f.name for f in files)
+
+
+def test_a_baseline_from_history_trains_no_baseline(ray_session, tmp_path):
+    """`--baseline runs:/RUN_ID` (a run an earlier search recorded in MLflow) and a CSV of
+    epoch, seconds, score: the search trains no baseline, times its step here, and compares
+    on that clock (issue 41)."""
+    import numpy as np
+    from mlflow.tracking import MlflowClient
+
+    from tests.conftest import make_npz, sqlite_store
+
+    with np.load(make_npz(tmp_path / "tiny.npz", n=320, n_val=80, size=12, channels=1)) as f:
+        data = {k: f[k] for k in ("x", "y", "x_val", "y_val")}
+    sqlite_store(tmp_path)
+    first = run_search(_spec(tmp_path, data, small, "first"), out=io.StringIO())
+    client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    (run,) = [r for r in client.search_runs(
+        [client.get_experiment_by_name("first").experiment_id])
+        if r.data.tags.get("orchestrator.trial_id") == first.baseline["trial_id"]]
+    csv = tmp_path / "today.csv"
+    csv.write_text("epoch,seconds,score\n" + "".join(
+        f"{e},{t},{s}\n" for e, s, t in first.baseline["curve"]))
+    for name, baseline in (("from-mlflow", f"runs:/{run.info.run_id}"), ("from-csv", str(csv))):
+        spec = _spec(tmp_path, data, other, name)  # another model: nothing known of it
+        spec.baseline, spec.num_trials = baseline, 1
+        out = io.StringIO()
+        result = run_search(spec, out=out)
+        printed = out.getvalue()
+        assert "[baseline" not in printed, printed  # not trained again
+        assert "its step timed here" in printed
+        record = result.baseline
+        assert record["kind"] == "history" and record["val_score"] == first.baseline["val_score"]
+        assert [e for e, _, _ in record["curve"]] == [e for e, _, _ in first.baseline["curve"]]
+        assert record["train_time_s"] > 0 and result.economics["baseline_s"] == \
+            record["train_time_s"]

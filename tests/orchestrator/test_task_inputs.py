@@ -32,3 +32,19 @@ def test_a_good_task_passes_the_check_and_its_class_is_the_task(tiny_npz, in_tmp
     assert main(["search", "--task", "tests.task_examples:Small", "--data", tiny_npz,
                  "--model", "examples.bring_your_own:build"]) == 2
     assert "give a task or a model, not both" in capsys.readouterr().err
+
+
+def test_a_history_baseline_that_cannot_be_read_is_one_line_and_exit_2(tiny_npz, in_tmp,
+                                                                       capsys):
+    """A run id the store does not hold, a CSV without a score column: refused before any
+    work (issue 41)."""
+    from tests.conftest import sqlite_store
+
+    uri = sqlite_store(in_tmp)
+    (in_tmp / "today.csv").write_text("epoch,seconds,accuracy\n1,2.0,0.5\n")
+    for baseline, says in ((f"runs:/{'0' * 32}", "no such run in the MLflow store"),
+                           ("today.csv", "no 'score' column")):
+        code = main(["search", "--data", tiny_npz, "--baseline", baseline, "--tracking-uri",
+                     uri, "--strategy", "screen", "--set", "patch_size=12"])
+        err = capsys.readouterr().err.strip().splitlines()
+        assert code == 2 and len(err) == 1 and says in err[0], err

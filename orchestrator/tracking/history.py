@@ -1,0 +1,56 @@
+"""A run recorded in MLflow, read back as a learning curve: what a baseline taken from history
+needs (orchestrator/history_baseline.py). MLflow is reached only through this package.
+
+A run holds a validation score per epoch (`val_score`, its step the epoch: what this tool logs,
+and what your own training logs with `mlflow.log_metric("val_score", score, step=epoch)`), its
+training time per epoch where it logged one (`train_time_s`; else the score's timestamps, from
+the run's start, stand for it), and its settings as params.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+SCORE, TIME = "val_score", "train_time_s"
+
+
+class RunNotFound(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class RecordedRun:
+    run_id: str
+    params: dict[str, str]
+    curve: list[list[float]]
+    """[epoch, val_score, seconds] of every epoch that logged a score."""
+    seconds_from: str
+    """Where the seconds come from: the run's `train_time_s`, or its wall clock."""
+
+
+def read_run(tracking_uri: str, run_id: str) -> RecordedRun:
+    """The run `run_id` of the store at `tracking_uri`; RunNotFound where it does not exist,
+    ValueError where it holds no score per epoch."""
+    import logging
+
+    import mlflow.exceptions
+    from mlflow.tracking import MlflowClient
+
+    logging.getLogger("mlflow").setLevel(logging.WARNING)  # no table-creation chatter
+    client = MlflowClient(tracking_uri)
+    try:
+        run = client.get_run(run_id)
+    except mlflow.exceptions.MlflowException:
+        raise RunNotFound(f"baseline runs:/{run_id}: no such run in the MLflow store "
+                          f"{tracking_uri} (--tracking-uri names the store)") from None
+    scores = {int(m.step): m for m in client.get_metric_history(run_id, SCORE)}
+    if not scores:
+        raise ValueError(f"baseline runs:/{run_id}: the run has no '{SCORE}' metric history "
+                         f"(a validation score per epoch, step = epoch): log it, or give the "
+                         "baseline as a CSV of epoch, seconds, score")
+    times = {int(m.step): m.value for m in client.get_metric_history(run_id, TIME)}
+    start = run.info.start_time
+    curve = [[epoch, float(m.value), float(times[epoch]) if epoch in times else
+              (m.timestamp - start) / 1000.0] for epoch, m in sorted(scores.items())]
+    return RecordedRun(run_id, dict(run.data.params), curve,
+                       TIME if len(times) >= len(scores) else "the run's wall clock")

@@ -41,6 +41,7 @@ def test_a_history_baseline_that_cannot_be_read_is_one_line_and_exit_2(tiny_npz,
     from tests.conftest import sqlite_store
 
     uri = sqlite_store(in_tmp)
+    capsys.readouterr()  # (MLflow's own lines, making the store)
     (in_tmp / "today.csv").write_text("epoch,seconds,accuracy\n1,2.0,0.5\n")
     for baseline, says in ((f"runs:/{'0' * 32}", "no such run in the MLflow store"),
                            ("today.csv", "no 'score' column")):

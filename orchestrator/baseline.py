@@ -29,6 +29,7 @@ from typing import Any
 from orchestrator import history_baseline
 from orchestrator.curves import first_at
 from trainables.status import traits
+from trainables.workloads import family
 
 BASELINES = ("seeds", "base", "none")
 SEEDS_BEFORE: dict[str, Any] = {
@@ -85,7 +86,7 @@ def baseline_config(kind: str, base: dict[str, Any],
     if kind != "seeds":
         return {**base, **(own or {})}
     config = {**base, **SEEDS_BEFORE}
-    if base.get("workload") == "unet3d":
+    if family(base.get("workload")) == "unet3d":
         # The 3D seed's 'before' is fp32 at full width, no checkpointing, and the small batch a
         # volume workload runs at (batch 32 of volumes is nobody's habit and no step on few
         # volumes).

@@ -26,7 +26,7 @@ from trainables.fields import check_fields
 # ObjectiveName agrees with orchestrator.objective.OBJECTIVES, and WorkloadName with
 # trainables.workloads.WORKLOADS (tests/orchestrator/test_cli_flags.py checks both).
 ObjectiveName = Literal["weighted", "time_to_target", "pareto", "match_baseline"]
-WorkloadName = Literal["classifier", "unet3d"]
+WorkloadName = Literal["classifier", "unet3d", "resnet18", "unet3d-64"]
 Placement = Literal["PACK", "SPREAD"]
 ProfileMode = Literal["on", "off", "compile"]
 SpatialDims = Literal[0, 1, 2, 3]
@@ -42,7 +42,8 @@ class SearchSpec:
     name: str = "default"
     """Search name: the MLflow experiment and the folder under `output_dir`."""
     workload: WorkloadName = "classifier"
-    """Built-in workload: 'classifier' (2D CNN) or 'unet3d' (3D segmentation)."""
+    """Built-in workload: 'classifier' (a small 2D CNN), 'unet3d' (3D segmentation), or the
+    two sized for a GPU: 'resnet18' (CIFAR-shaped images) and 'unet3d-64' (64^3 crops)."""
     model: str | Any | None = field(default=None, metadata={"metavar": "module:function"})
     """Your own model builder as 'module:function' (needs `data`), or (API) a function
     (TrialConfig, DataMeta) -> nn.Module. Every switch of the loop applies to it."""
@@ -340,10 +341,12 @@ class SearchSpec:
 
 def check_data_kind(workload: str, data: Path) -> None:
     """A folder of .npy volumes is segmentation data, a file is images: each needs its model."""
-    if data.is_dir() and workload != "unet3d":
+    from trainables.workloads import family
+
+    if data.is_dir() and family(workload) != "unet3d":
         raise ValueError(f"data {data} is a folder of .npy volumes (segmentation): add "
                          "--workload unet3d, or pass your own 3D model with --model")
-    if not data.is_dir() and workload == "unet3d":
+    if not data.is_dir() and family(workload) == "unet3d":
         raise ValueError(f"workload unet3d trains on volumes: data {data} must be a folder with "
                          "images/ and labels/ of .npy volumes")
 

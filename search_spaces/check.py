@@ -12,7 +12,7 @@ from ray.tune.search.sample import Categorical, Domain, Float, Integer
 from search_spaces.context import SpaceContext
 from trainables.config import TrialConfig
 from trainables.fields import check_value, describe, hints, matches
-from trainables.workloads import WORKLOADS
+from trainables.workloads import WORKLOADS, family
 
 
 def domain_values(domain: Any) -> list:
@@ -58,16 +58,17 @@ def check_space(space: dict, base: dict, ctx: SpaceContext) -> None:
     if ctx.spatial_dims == 0 and patches:
         raise ValueError(f"knob 'patch_size': {patches} but the data are feature vectors "
                          "(nothing to crop); use patch_size none or leave it out")
-    if "unet3d" in values("workload") and None in values("patch_size"):
+    volumes = any(family(w) == "unet3d" for w in values("workload"))
+    if volumes and None in values("patch_size"):
         raise ValueError("knob 'patch_size': unet3d trains on patches; give a multiple of 4")
-    if "unet3d" in values("workload") and [p for p in patches if p % 4]:
+    if volumes and [p for p in patches if p % 4]:
         raise ValueError(f"knob 'patch_size': unet3d needs multiples of 4 (two poolings), got "
                          f"{[p for p in patches if p % 4]}")
     too_big = [p for p in patches if p > ctx.image_size]
     if too_big:
         raise ValueError(f"knob 'patch_size': {too_big} larger than the samples' smallest side "
                          f"{ctx.image_size}; use values <= {ctx.image_size}")
-    if ctx.workload == "unet3d":
+    if family(ctx.workload) == "unet3d":
         odd = [p for p in values("patch_size") if p % 4]
         if odd:
             raise ValueError(f"knob 'patch_size': {odd} not multiples of 4; the 3D UNet pools "

@@ -9,10 +9,11 @@ from __future__ import annotations
 from ray import tune
 
 from search_spaces.context import SpaceContext
+from trainables.workloads import family
 
 
 def default_space(ctx: SpaceContext) -> dict:
-    if ctx.workload == "unet3d":
+    if family(ctx.workload) == "unet3d":
         return segmentation_space(ctx)
     precisions = speed_precisions(ctx)
     workers = [w for w in (1, 2, 4, 8) if w <= ctx.max_workers]
@@ -56,7 +57,7 @@ def segmentation_space(ctx: SpaceContext) -> dict:
     """
     precisions = speed_precisions(ctx)
     workers = [w for w in (1, 2, 4, 8) if w <= ctx.max_workers]
-    patches = _cube_sides(ctx, (16, 24, 32))
+    patches = _cube_sides(ctx, (0.5, 0.75, 1.0))
     return _one_precision_is_fixed({
         "precision": tune.choice(precisions),
         "batch_size": tune.choice([2, 4, 8]),
@@ -73,20 +74,21 @@ def compact_space(ctx: SpaceContext) -> dict:
     is its cost, and this one's 16 (classifier) or 24 (unet3d, on a CPU with bf16) take about
     half a minute on a 2-core CPU, where the default space's 248 took 245-315 s. What
     `benchmarks/headline.py` searches, and the README's first command."""
+    volumes = family(ctx.workload) == "unet3d"
     space = {
         "precision": tune.choice(speed_precisions(ctx)),
-        "batch_size": tune.choice([2, 4, 8] if ctx.workload == "unet3d" else [32, 64, 128, 256]),
+        "batch_size": tune.choice([2, 4, 8] if volumes else [32, 64, 128, 256]),
         "width": tune.choice([0.5, 1.0]),
     }
-    if ctx.workload == "unet3d":
-        space["patch_size"] = tune.choice(_cube_sides(ctx, (16, 24)))
+    if volumes:
+        space["patch_size"] = tune.choice(_cube_sides(ctx, (0.5, 0.75)))
     return _one_precision_is_fixed(space)
 
 
-def _cube_sides(ctx: SpaceContext, sides: tuple[int, ...]) -> list[int]:
-    """The 3D UNet's patch sides that fit the volumes' chunks, else the largest that does (a
-    multiple of 4: the UNet pools twice)."""
-    return [p for p in sides if p <= ctx.image_size] or [ctx.image_size // 4 * 4]
+def _cube_sides(ctx: SpaceContext, fractions: tuple[float, ...]) -> list[int]:
+    """The 3D UNet's patch sides, as fractions of the volumes' chunk side (32: 16, 24, 32; 64:
+    32, 48, 64), each a multiple of 4 (the UNet pools twice)."""
+    return sorted({max(4, round(ctx.image_size * f) // 4 * 4) for f in fractions})
 
 
 def small_space(ctx: SpaceContext) -> dict:

@@ -6,6 +6,7 @@ import numpy as np
 
 from trainables.config import TrialConfig
 from trainables.data.arrays import ArrayData
+from trainables.workloads import family
 
 DEFAULT_PATCH = TrialConfig().patch_size
 
@@ -13,7 +14,8 @@ DEFAULT_PATCH = TrialConfig().patch_size
 def default_patch(base: dict, searched: dict, data: ArrayData) -> dict:
     """`base` with patch_size None (no crop) where the user set none and the default crop
     cannot apply: feature vectors, or samples smaller than the default patch."""
-    if "patch_size" in searched or "patch_size" in base or base.get("workload") == "unet3d":
+    if "patch_size" in searched or "patch_size" in base or \
+            family(base.get("workload")) == "unet3d":
         return base
     if data.spatial_dims == 0 or DEFAULT_PATCH > data.image_size:
         return {**base, "patch_size": None}

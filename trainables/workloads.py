@@ -1,7 +1,11 @@
 """Built-in workloads: ONE registry of what a workload name trains and on which data by default.
 
-    classifier  2D CNN image classifier on the synthetic part-combination images
-    unet3d      3D UNet segmentation on synthetic organelle volumes
+    classifier  a small 2D CNN on the synthetic part-combination images (1x32x32, 10 classes)
+    unet3d      3D UNet segmentation on synthetic organelle volumes, 32^3 chunks
+    resnet18    a ResNet-18-shaped classifier on CIFAR-shaped synthetic images (3x32x32, 10
+                classes, 20,000 + 2,000): sized so that a GPU's arithmetic, not its kernel
+                launches, sets the pace
+    unet3d-64   the 3D UNet at 64^3 crops of 128^3 volumes: the same, for segmentation
 
 A user's own model plugs in as a builder (cfg, meta) -> nn.Module, given as an object through the
 Python API or as 'module:function' (imported where the workers run), with the user's own data.
@@ -12,6 +16,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 from torch import nn
 
@@ -21,6 +26,7 @@ from trainables.data.load import load_data
 from trainables.data.synthetic import cached_synthetic_images
 from trainables.data.volumes import cached_synthetic_volumes
 from trainables.models import ModelBuilder, build_classifier, build_unet3d
+from trainables.models.resnet import build_resnet18
 
 
 @dataclass(frozen=True)
@@ -28,12 +34,28 @@ class Workload:
     data: Callable[[], ArrayData]
     """The built-in data set (generated on first use, then cached)."""
     model: ModelBuilder
+    family: str = "classifier"
+    """'classifier' (images, class labels) or 'unet3d' (volumes, voxel labels): what its
+    spaces, checks and baseline habits are."""
+    reference_batch: int = 128
+    """The global batch its default lr (3e-3) is known to train well at (trainables/loop/lr.py)."""
 
 
 WORKLOADS: dict[str, Workload] = {
     "classifier": Workload(data=cached_synthetic_images, model=build_classifier),
-    "unet3d": Workload(data=cached_synthetic_volumes, model=build_unet3d),
+    "unet3d": Workload(data=cached_synthetic_volumes, model=build_unet3d, family="unet3d",
+                       reference_batch=2),
+    "resnet18": Workload(data=partial(cached_synthetic_images, channels=3, n_train=20000),
+                         model=build_resnet18),
+    "unet3d-64": Workload(data=partial(cached_synthetic_volumes, size=128, chunk=64),
+                          model=build_unet3d, family="unet3d", reference_batch=2),
 }
+
+
+def family(workload: str | None) -> str | None:
+    """The built-in family of a workload name ('classifier', 'unet3d'); the name itself where
+    it is none of WORKLOADS (a model of your own)."""
+    return WORKLOADS[workload].family if workload in WORKLOADS else workload
 
 
 def workload_data(workload: str, path: str | None) -> ArrayData:

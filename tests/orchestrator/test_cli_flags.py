@@ -158,7 +158,7 @@ def test_a_field_with_no_string_form_must_say_it_is_not_a_flag():
 @pytest.mark.parametrize(("options", "message"), [
     ({"placement": "spread"}, "placement must be one of ['PACK', 'SPREAD'] (got 'spread')"),
     ({"objective": "fastest"}, "objective must be one of ['weighted', 'time_to_target', "),
-    ({"workload": "resnet"}, "workload must be one of ['classifier', 'unet3d'] (got 'resnet')"),
+    ({"workload": "resnet"}, "workload must be one of ['classifier', 'unet3d', 'resnet18', 'unet3d-64'] (got 'resnet')"),
     ({"spatial_dims": True}, "spatial_dims must be 0, 1, 2 or 3 (got True)"),
     ({"spatial_dims": 2.0}, "spatial_dims must be 0, 1, 2 or 3 (got 2.0)"),
     ({"profile": 1}, "profile must be one of ['on', 'off', 'compile'] (got 1)"),

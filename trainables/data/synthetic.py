@@ -21,6 +21,7 @@ def synthetic_images(
     num_classes: int = 10,
     seed: int = 1234,
     noise: float = 0.3,
+    channels: int = 1,
 ) -> ArrayData:
     """Deterministic images whose class is a *combination* of parts spread over the whole image.
 
@@ -28,9 +29,12 @@ def synthetic_images(
     an image shows its class's parts (jittered, random strength) plus 2 distractor parts of other
     classes, under Gaussian noise. So a crop that sees fewer anchors sees less evidence (patch
     size changes accuracy) and telling 10 overlapping part-sets apart takes enough filters
-    (width changes accuracy).
+    (width changes accuracy). With `channels` > 1 (CIFAR's shape: 3) each part has a colour of
+    its own, drawn apart (the one-channel set is the same array whatever `channels` exists).
     """
     rng = np.random.default_rng(seed)
+    colours = np.random.default_rng(seed + 1).uniform(0.4, 1.6, (16, channels)).astype(
+        np.float32) if channels > 1 else np.ones((16, 1), np.float32)
     n_parts, part, per_class, distractors = 16, 5, 5, 2
     bank = rng.standard_normal((n_parts, part, part)).astype(np.float32)
     bank /= np.abs(bank).max(axis=(1, 2), keepdims=True)
@@ -40,7 +44,7 @@ def synthetic_images(
 
     def render(n: int) -> tuple[np.ndarray, np.ndarray]:
         y = rng.integers(0, num_classes, n)
-        x = rng.normal(0.0, noise, (n, 1, size, size)).astype(np.float32)
+        x = rng.normal(0.0, noise, (n, channels, size, size)).astype(np.float32)
         jitter = rng.integers(-2, 3, (n, per_class + distractors, 2))
         gain = rng.uniform(0.6, 1.4, (n, per_class + distractors)).astype(np.float32)
         for i in range(n):
@@ -49,7 +53,8 @@ def synthetic_images(
             for k, p in enumerate(parts):
                 r = int(np.clip(anchors[p][0] - part // 2 + jitter[i, k, 0], 0, size - part))
                 c = int(np.clip(anchors[p][1] - part // 2 + jitter[i, k, 1], 0, size - part))
-                x[i, 0, r : r + part, c : c + part] += gain[i, k] * bank[p]
+                x[i, :, r : r + part, c : c + part] += \
+                    gain[i, k] * colours[p][:, None, None] * bank[p]
         return x, y.astype(np.int64)
 
     x_train, y_train = render(n_train)

@@ -3,7 +3,7 @@
 A search that quadruples the batch makes 4x fewer optimizer steps per epoch; at the same lr that
 trial learns less per epoch and looks worse than it is (measured: batch 128 at batch 32's lr
 ended 2.1 points lower). So the peak lr is scaled from the batch it was tuned at,
-`lr_reference_batch` (default: the built-in workload's, `REFERENCE_BATCH`; none for a model of
+`lr_reference_batch` (default: the built-in workload's, its `reference_batch`; none for a model of
 your own, whose lr is then used as given), by a documented rule:
 
     linear:  lr * batch / reference          (Goyal et al. 2017, SGD)
@@ -21,17 +21,17 @@ import math
 
 from trainables.config import TrialConfig
 from trainables.loop.schedules import lr_multiplier
+from trainables.workloads import WORKLOADS
 
 WARMUP_FRAC = 0.05
-# The batch the default lr (3e-3) is known to train well at, per built-in workload.
-REFERENCE_BATCH = {"classifier": 128, "unet3d": 2}
 
 
 def lr_factor(cfg: TrialConfig) -> float:
     """How much the rule multiplies `cfg.lr` for this trial's batch."""
     batch = cfg.batch_size * cfg.accum_steps
     # A model of your own has no known reference: its lr is used as given unless you name one.
-    reference = cfg.lr_reference_batch or REFERENCE_BATCH.get(cfg.workload, batch)
+    known = WORKLOADS.get(cfg.workload)
+    reference = cfg.lr_reference_batch or (known.reference_batch if known else batch)
     ratio = batch / reference
     if cfg.lr_scaling == "linear":
         return ratio

@@ -35,19 +35,16 @@ from orchestrator.interrupt import Interrupts, SearchInterrupted, Stop
 from orchestrator.prepare import Prepared, describe_space, load_data, prepare, print_space
 from orchestrator.records import Role
 from orchestrator.result import SearchResult
-from orchestrator.screen import ScreenStrategy
 from orchestrator.spec import SearchSpec
 from orchestrator.stages import Stage, StageContext
-from orchestrator.strategy import Strategy
+from orchestrator.strategies import STRATEGIES
 from orchestrator.tracking import MlflowTracker, Tracker
 from orchestrator.tracking.datasets import dataset_record
 from orchestrator.tracking.mlflow_writer import open_store_early
 from orchestrator.trial_book import TrialBook
-from orchestrator.tune import TuneStrategy
 from orchestrator.tune_runs import TuneRun
 
 T = TypeVar("T")
-STRATEGIES: dict[str, type[Strategy]] = {"tune": TuneStrategy, "screen": ScreenStrategy}
 
 
 class Search:
@@ -153,7 +150,7 @@ class Search:
                                 tracking_uri=self.tracker.location, finished=False)
 
     def _context(self, p: Prepared, search_id: str = "") -> StageContext:
-        if self.uses_ray and not self.spec.rerun_duplicates and self.spec.strategy == "tune":
+        if self.uses_ray and not self.spec.rerun_duplicates and self.strategy.uses_ledger:
             from trainables.trial.ledger import start_ledger
 
             self.ledger = start_ledger()

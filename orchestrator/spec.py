@@ -167,21 +167,7 @@ class SearchSpec:
         check_fields(self)  # "time_weight: expected a number, got 'abc'" before the rest
         if not isinstance(self.name, str) or not _NAME.match(self.name):
             raise ValueError(f"name {self.name!r} must be 1-100 letters, digits, '_', '.' or '-'")
-        if isinstance(self.data, (str, Path)) and not Path(self.data).exists():
-            raise ValueError(f"data file {self.data} does not exist")
-        if self.model is None and isinstance(self.data, (str, Path)):
-            check_data_kind(self.workload, Path(self.data))  # volumes need unet3d, and back
-        if self.model is not None and self.data is None:
-            raise ValueError("a custom model needs its own data: pass data (an .npz, a folder "
-                             "of .npy volumes, or arrays)")
-        if self.task is not None and self.data is None:
-            raise ValueError("your task needs its own data: pass data (an .npz, a folder of .npy "
-                             "volumes, or arrays)")
-        if self.task is not None and self.model is not None:
-            raise ValueError("give a task or a model, not both: the task builds its model "
-                             "(its `model(cfg, meta)` method)")
-        self.resolved_model()  # a bad module:function path fails now
-        self.resolved_task()
+        self._check_training_and_data()
         for key, value, lowest in (("epochs", self.epochs, 1), ("num_trials", self.num_trials, 1)):
             if not isinstance(value, int) or isinstance(value, bool) or value < lowest:
                 raise ValueError(f"{key} must be an integer >= {lowest} (got {value!r})")
@@ -225,6 +211,24 @@ class SearchSpec:
                 TrialConfig.from_dict({**self.trial_base(), **self.baseline_set})
             except ValueError as err:
                 raise ValueError(f"baseline_set: {err}") from None
+
+    def _check_training_and_data(self) -> None:
+        """The data exists and fits what trains; a model or task path imports."""
+        if isinstance(self.data, (str, Path)) and not Path(self.data).exists():
+            raise ValueError(f"data file {self.data} does not exist")
+        if self.model is None and isinstance(self.data, (str, Path)):
+            check_data_kind(self.workload, Path(self.data))  # volumes need unet3d, and back
+        if self.model is not None and self.data is None:
+            raise ValueError("a custom model needs its own data: pass data (an .npz, a folder "
+                             "of .npy volumes, or arrays)")
+        if self.task is not None and self.data is None:
+            raise ValueError("your task needs its own data: pass data (an .npz, a folder of .npy "
+                             "volumes, or arrays)")
+        if self.task is not None and self.model is not None:
+            raise ValueError("give a task or a model, not both: the task builds its model "
+                             "(its `model(cfg, meta)` method)")
+        self.resolved_model()  # a bad module:function path fails now
+        self.resolved_task()
 
     def trials_line(self) -> str:
         """What trains, for the header: '8 trials x 3 epochs', or under strategy screen (whose

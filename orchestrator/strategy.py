@@ -10,7 +10,7 @@ The driver (orchestrator/search.py) runs prepare and the baseline, then the stra
 `stages` in order, then finish; it never asks which strategy it holds. A stage a strategy
 names is run by `run(stage, ctx)` or, when the folder records it done (a resumed search), read
 back by `restore(stage, ctx)`. A third strategy is a class in a package of its own and a line in
-`orchestrator.search.STRATEGIES`.
+`orchestrator.strategies.STRATEGIES`.
 """
 
 from __future__ import annotations
@@ -26,6 +26,9 @@ class Strategy(ABC):
     measures_noise: bool = False
     """The baseline measures its gradient noise scale along its run (the screen's predictions
     need it)."""
+    uses_ledger: bool = False
+    """Its sampler may propose a configuration twice: the search keeps a ledger of what ran
+    (trainables/trial/ledger.py), and a repeat reports the first run's result."""
 
     @abstractmethod
     def stages(self, objective) -> tuple[Stage, ...]:

@@ -25,6 +25,7 @@ LAYERS = [
 ]
 MAX_LINES = 400
 MAX_FIT_LINES = 80
+MAX_FUNCTION_LINES = 60
 
 
 def _modules() -> dict[str, Path]:
@@ -102,6 +103,30 @@ def test_no_python_file_is_over_the_limit():
     long = {str(p.relative_to(ROOT)): n for p in _modules().values()
             if (n := len(p.read_text().splitlines())) > MAX_LINES}
     assert not long, f"files over {MAX_LINES} lines: {long}"
+
+
+def test_no_function_is_longer_than_a_screen():
+    """A function over MAX_FUNCTION_LINES lines in orchestrator/ or trainables/ is a class or
+    a few functions in disguise (a closure-heavy one: six closures sharing two dicts are six
+    methods of one object)."""
+    long = []
+    for path in _modules().values():
+        if path.relative_to(ROOT).parts[0] not in ("orchestrator", "trainables"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                lines = node.end_lineno - node.lineno + 1
+                if lines > MAX_FUNCTION_LINES:
+                    long.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name} {lines}")
+    assert not long, "functions over the limit:\n" + "\n".join(long)
+
+
+def test_the_search_driver_does_not_ask_which_strategy_it_holds():
+    """orchestrator/search.py runs the strategy's stages; a branch on its name would braid two
+    drivers into one (orchestrator/strategy.py)."""
+    source = (ROOT / "orchestrator" / "search.py").read_text()
+    assert "spec.strategy ==" not in source and '"screen"' not in source and \
+        "isinstance(self.strategy" not in source and "screens" not in source
 
 
 def test_fit_reads_in_one_screen():

@@ -27,6 +27,7 @@ from trainables.trial.trainable import reuse_actors
 
 class TuneStrategy(Strategy):
     name = "tune"
+    uses_ledger = True
 
     def stages(self, objective) -> tuple[Stage, ...]:
         return (Stage.TUNE, Stage.MEASURE) if objective.needs_baseline else (Stage.TUNE,)

@@ -173,38 +173,13 @@ def profile(cfg: TrialConfig, meta: DataMeta, io: LoopIO, switches: tuple[str, .
     picks: dict[str, Any] = {}
     estimates: dict[str, float] = {}
     timed: list[tuple[TrialConfig, Timing]] = []
-    spent, measured = 0.0, 0  # this worker's time and count timing alternatives (not `cfg`)
+    spent = [0.0, 0]  # this worker's time and count timing alternatives (not `cfg`)
     untimed: tuple[str, ...] = ()
     ordered = list(sets.items())
     for index, (name, values) in enumerate(ordered):
-        costs, errors = [], []
-        for value in values:
-            trial = dataclasses.replace(cfg, **{**picks, **value})
-            known = next((t for c, t in timed if c == trial), None)
-            t0 = time.perf_counter()
-            try:
-                t = known if known is not None else measure(trial)
-            except Exception as err:  # noqa: BLE001 - judged below
-                if is_out_of_memory(err):
-                    raise  # the configuration does not fit: infeasible, no full trial
-                if value is values[0]:
-                    # The config's own value: the trial would fail the same way without a
-                    # profile (a model that cannot be built), so it fails now, as it would.
-                    raise
-                errors.append(err)
-                costs.append(math.inf)
-                continue
-            finally:
-                if known is None and trial != cfg:
-                    spent, measured = spent + time.perf_counter() - t0, measured + 1
-            if known is None:
-                timed.append((trial, t))
-            # The trial's training time if it trained with this value (see the module doc).
-            costs.append(t.step_s * planned + (t.one_off_s if trial.compile else 0.0))
-        if len(errors) == len(values):
-            raise errors[0]
+        costs = _costs(cfg, picks, values, measure, timed, planned, spent)
         # Summed over the workers: every rank makes the same picks and the same stop.
-        total = io.all_reduce(torch.tensor([*costs, spent, measured, 1.0], dtype=torch.float64,
+        total = io.all_reduce(torch.tensor([*costs, *spent, 1.0], dtype=torch.float64,
                                            device=io.device)).tolist()
         total, (spent_all, measured_all, workers) = total[:-3], total[-3:]
         best = min(range(len(total)), key=total.__getitem__)  # a tie keeps the config's own
@@ -221,6 +196,40 @@ def profile(cfg: TrialConfig, meta: DataMeta, io: LoopIO, switches: tuple[str, .
     picked = dataclasses.replace(cfg, **picks)
     step_s = next((t.step_s for c, t in timed if c == picked), math.nan)
     return Profile(picks, time.perf_counter() - started, estimates, untimed, step_s)
+
+
+def _costs(cfg: TrialConfig, picks: dict, values: list[dict], measure: Measure,
+           timed: list[tuple[TrialConfig, Timing]], planned: int, spent: list) -> list[float]:
+    """Each value's estimated training time (inf where it failed), the picks so far applied;
+    a setting timed before is not timed again (`timed` grows), and what timing alternatives
+    costs is added to `spent` ([seconds, count])."""
+    costs, errors = [], []
+    for value in values:
+        trial = dataclasses.replace(cfg, **{**picks, **value})
+        known = next((t for c, t in timed if c == trial), None)
+        t0 = time.perf_counter()
+        try:
+            t = known if known is not None else measure(trial)
+        except Exception as err:  # noqa: BLE001 - judged below
+            if is_out_of_memory(err):
+                raise  # the configuration does not fit: infeasible, no full trial
+            if value is values[0]:
+                # The config's own value: the trial would fail the same way without a profile
+                # (a model that cannot be built), so it fails now, as it would.
+                raise
+            errors.append(err)
+            costs.append(math.inf)
+            continue
+        finally:
+            if known is None and trial != cfg:
+                spent[0], spent[1] = spent[0] + time.perf_counter() - t0, spent[1] + 1
+        if known is None:
+            timed.append((trial, t))
+        # The trial's training time if it trained with this value (see the module doc).
+        costs.append(t.step_s * planned + (t.one_off_s if trial.compile else 0.0))
+    if len(errors) == len(values):
+        raise errors[0]
+    return costs
 
 
 def time_step(cfg: TrialConfig, meta: DataMeta, io: LoopIO) -> float | None:

@@ -94,15 +94,10 @@ def trial_resources(ctx: TrialContext) -> Callable[[dict], Any]:
 
 
 def run_trial(sampled: dict[str, Any], ctx: TrialContext, datasets: dict) -> None:
-    import ray.train
-    from ray.train.torch import TorchConfig, TorchTrainer
-    from ray.util.queue import Queue
-    from trainables.data.pipeline import data_config, group_datasets
-    from trainables.status import status_of
-    from trainables.trial.reports import ObjectiveReport, forward_reports
-    from trainables.trial.worker import TrialPlan, run_in_tune, train_loop_per_worker
-
     import ray.tune
+
+    from trainables.status import status_of
+    from trainables.trial.worker import TrialPlan, run_in_tune
 
     cfg = trial_config(ctx, sampled)
     if ctx.ledger is not None:
@@ -114,28 +109,40 @@ def run_trial(sampled: dict[str, Any], ctx: TrialContext, datasets: dict) -> Non
         if recorded is not None:
             ray.tune.report(duplicate_report(recorded))
             return
-    use_gpu = ctx.resources.use_gpu
     plan = TrialPlan(cfg=cfg, meta=ctx.meta, n_train=ctx.n_train,
                      threads=ctx.resources.threads(cfg.workers),
                      task=ctx.task, profile=trial_profile(ctx, sampled),
                      measure_noise=ctx.measure_noise, time_start=ctx.time_start)
-    if in_process(ctx, cfg):
-        try:
-            run_in_tune(plan, datasets, ctx.objective, use_gpu)
-        except Exception as err:
-            outcome = status_of(err)
-            if outcome.retry:
-                raise  # a lost process: Tune's FailureConfig restarts from the checkpoint
-            _report_outcome(ctx, cfg, outcome)
+    if not in_process(ctx, cfg):
+        _in_group(ctx, cfg, plan, datasets)
         return
+    try:
+        run_in_tune(plan, datasets, ctx.objective, ctx.resources.use_gpu)
+    except Exception as err:
+        outcome = status_of(err)
+        if outcome.retry:
+            raise  # a lost process: Tune's FailureConfig restarts from the checkpoint
+        _report_outcome(ctx, cfg, outcome)
 
+
+def _in_group(ctx: TrialContext, cfg: TrialConfig, plan, datasets: dict) -> None:
+    """The trial as a Ray Train worker group of `cfg.workers`, its rank 0's reports forwarded
+    to Tune."""
+    import ray.train
+    import ray.tune
+    from ray.train.torch import TorchConfig, TorchTrainer
+    from ray.util.queue import Queue
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+    from trainables.data.pipeline import data_config, group_datasets
+    from trainables.trial.reports import ObjectiveReport, forward_reports
+    from trainables.trial.worker import train_loop_per_worker
+
+    use_gpu = ctx.resources.use_gpu
     # On this trial's own node: placed on a worker node that is lost, the queue would take the
     # trial's reports with it while its workers restart elsewhere.
     here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
     reports = Queue(actor_options={"num_cpus": 0, "scheduling_strategy": here})
-    trial_name = ray.tune.get_context().get_trial_name()
     group_data, loop_data = group_datasets(datasets, cfg.workers)
     make_trainer = lambda: TorchTrainer(  # noqa: E731 - a fresh trainer per attempt
         train_loop_per_worker,
@@ -150,7 +157,7 @@ def run_trial(sampled: dict[str, Any], ctx: TrialContext, datasets: dict) -> Non
         # only training data is sharded: rank 0 scores the whole validation set.
         datasets=group_data, dataset_config=data_config(),
         run_config=ray.train.RunConfig(
-            name=trial_name,
+            name=ray.tune.get_context().get_trial_name(),
             storage_path=ctx.storage_path,
             callbacks=[ObjectiveReport(reports, ctx.objective)],
             # No retries by Train: it would retry deterministic failures too (fit_group retries

@@ -19,7 +19,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from headline import FULL_EPOCHS, SPACE, search_cost_s, stage_seconds, wait_idle  # noqa: E402
+from headline import FULL_EPOCHS, SPACE  # noqa: E402
+from runs import economics, wait_idle  # noqa: E402
 
 from orchestrator import SearchSpec, run_search  # noqa: E402
 from orchestrator.resources import init_ray  # noqa: E402
@@ -40,13 +41,12 @@ def main(baseline: str, workload: str, repeats: int) -> None:
                           full_epochs=FULL_EPOCHS[workload], num_trials=6, tolerance=0.01,
                           seed=0, output_dir=str(out), tracking_uri=f"sqlite:///{out}/mlflow.db")
         result = run_search(spec)
-        stage = stage_seconds(out / spec.name)
-        costs.append(search_cost_s(stage))
+        costs.append(economics(result)["search_cost_s"])
         t = result.trials
         errors += finite(t.get("prediction_error", []))
         starts += finite(t.get("start_prediction_error", []))
         reached = t[(t["role"] == "trial") & t["time_to_target_s"].notna()]
-        print(f"repeat {i + 1}: {costs[-1]:.1f} s (screen {stage['screen']:.1f} s); reached "
+        print(f"repeat {i + 1}: {costs[-1]:.1f} s; reached "
               f"{reached[[*result.knobs, 'time_to_target_s']].values.tolist()}; errors "
               f"{[round(v, 3) for v in t.get('prediction_error', []) if v == v]}", flush=True)
     if errors:

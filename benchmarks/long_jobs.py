@@ -1,0 +1,141 @@
+"""An answer that costs less as the job grows (issue 41): the race's search cost, payback and
+speedup at several job lengths, beside today's full confirmation at the same length.
+
+    python benchmarks/long_jobs.py --quick     # unet3d at 8 epochs, 1 repeat: a smoke run
+    python benchmarks/long_jobs.py             # unet3d 8/32/128, classifier 15/60 (~3 h)
+
+Per workload and length N (`--full-epochs N`): one baseline, trained by the first search (your
+run as you make it today: one per length), then `--repeats` strategy 'screen' searches with
+`--confirm race` against it (its `baseline.json`: the searches train no baseline), each with its
+own seed and in an empty folder. Each records, by the product's own definitions
+(economics.json), its search cost in baseline runs, its payback and the speedup of the answer it
+hands over (its measured run). The reference is one `--confirm full` search at the same length
+against the same baseline (its cost is what the race removes; once per length). The last
+repeat at the longest length takes its baseline from MLflow instead (`--baseline runs:/ID`):
+a search from history trains no baseline.
+
+Written to `benchmarks/results/long_jobs.json`: per workload, per length, the fields
+`search_cost_baseline_runs`, `payback_runs`, `speedup` (medians with their spread) and
+`reference_speedup`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from runs import RESULTS, economics, machine, spread, trials, wait_idle  # noqa: E402
+
+from orchestrator import SearchSpec, run_search  # noqa: E402
+
+SPACE = "compact"
+LENGTHS = {"unet3d": [8, 32, 128], "classifier": [15, 60]}
+
+
+def search(workload: str, epochs: int, seed: int, folder: Path, args, **changes):
+    wait_idle()
+    spec = SearchSpec(name=f"{workload}-{epochs}", workload=workload, space=SPACE,
+                      strategy="screen", full_epochs=epochs, num_trials=args.confirm,
+                      tolerance=args.tolerance, seed=seed, output_dir=str(folder),
+                      tracking_uri=args.uri, **changes)
+    return run_search(spec)
+
+
+def baseline_run_id(result, uri: str) -> str:
+    """The MLflow run of a search's baseline trial."""
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(uri)
+    experiment = client.get_experiment_by_name(result.experiment_name)
+    (run,) = [r for r in client.search_runs([experiment.experiment_id])
+              if r.data.tags.get("orchestrator.trial_id") == result.baseline["trial_id"]]
+    return run.info.run_id
+
+
+def one_length(workload: str, epochs: int, args, longest: bool) -> dict:
+    root = args.root / workload / str(epochs)
+    rows = []
+    first = search(workload, epochs, args.seed, root / "repeat-0", args)
+    record = str(Path(first.output_dir) / "baseline.json")
+    rows.append(first)
+    for r in range(1, args.repeats):
+        history = f"runs:/{baseline_run_id(first, args.uri)}" \
+            if longest and r == args.repeats - 1 else record
+        rows.append(search(workload, epochs, args.seed + r, root / f"repeat-{r}", args,
+                           baseline=history))
+    econ = [economics(result) for result in rows]
+    # The first search trained the baseline: its own run is not its cost (economics.json).
+    reference = economics(search(workload, epochs, args.seed, root / "reference", args,
+                                 baseline=record, confirm="full"))
+    return {
+        "full_epochs": epochs, "seeds": [args.seed + r for r in range(args.repeats)],
+        "baseline_s": econ[0]["baseline_s"],
+        "search_cost_baseline_runs": spread([e["search_cost_baseline_runs"] for e in econ]),
+        "payback_runs": spread([e["payback_runs"] for e in econ]),
+        "speedup": spread([e["speedup"] for e in econ]),
+        "speedup_same_target": spread([e["speedup_same_target"] for e in econ]),
+        "hit_rate": spread([e["hit_rate"] for e in econ]),
+        "confirmations": [len(trials(result)) for result in rows],
+        # Which searches trained a baseline: the first; the others took it recorded.
+        "trained_a_baseline": [result.baseline.get("search") == result.output_dir
+                               for result in rows],
+        "from_history": [result.baseline.get("kind") == "history" for result in rows],
+        "reference_speedup": reference["speedup"],
+        "reference_search_cost_baseline_runs": reference["search_cost_baseline_runs"],
+        "reference_payback_runs": reference["payback_runs"],
+        "vs_reference": (spread([e["speedup"] for e in econ])["median"] / reference["speedup"])
+        if reference["speedup"] and spread([e["speedup"] for e in econ])["median"] else None,
+    }
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="unet3d at 8 epochs, 1 repeat")
+    ap.add_argument("--workloads", nargs="+", default=None)
+    ap.add_argument("--lengths", nargs="+", type=int, default=None,
+                    help="full epochs (default: the workload's LENGTHS)")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--confirm", type=int, default=4)
+    ap.add_argument("--tolerance", type=float, default=0.01)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out", default=None)
+    ap.add_argument("--results", default=str(RESULTS / "long_jobs.json"))
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.workloads, args.lengths, args.repeats = ["unet3d"], [8], 1
+    workloads = args.workloads or list(LENGTHS)
+
+    import ray
+
+    from orchestrator.resources import init_ray
+
+    init_ray()
+    args.root = Path(args.out or tempfile.mkdtemp(prefix="long-jobs-"))
+    args.root.mkdir(parents=True, exist_ok=True)
+    args.uri = f"sqlite:///{args.root / 'mlflow.db'}"
+    started, out = time.time(), {}
+    for w in workloads:
+        lengths = args.lengths or LENGTHS[w]
+        out[w] = {str(n): one_length(w, n, args, longest=n == max(lengths)) for n in lengths}
+        for n, row in out[w].items():
+            print(f"{w} at {n} epochs: cost {row['search_cost_baseline_runs']['median']} runs, "
+                  f"payback {row['payback_runs']['median']}, speedup {row['speedup']['median']} "
+                  f"(reference {row['reference_speedup']})", flush=True)
+    ray.shutdown()
+    results = {"measured": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+               "machine": machine(), "wall_s": time.time() - started,
+               "args": {k: str(v) for k, v in vars(args).items()}, "workloads": out}
+    Path(args.results).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.results).write_text(json.dumps(results, indent=2, default=str))
+    print(f"results: {args.results}  (runs and MLflow: {args.root})")
+
+
+if __name__ == "__main__":
+    main()

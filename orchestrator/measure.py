@@ -90,7 +90,8 @@ def run(ctx: StageContext, strategy) -> None:
         planned = int({**ctx.prepared.base, **best.knobs}.get("epochs") or ctx.spec.epochs)
         for epochs in attempts(epochs_needed(best, target, planned), planned):
             config = exported(ctx, best, epochs)
-            measured = strategy.known_measurement(ctx, config) or _train(ctx, config, best)
+            measured = strategy.known_measurement(ctx, config) or \
+                _as_confirmed(ctx, best, config, planned) or _train(ctx, config, best)
             tried.append(measured)
             ctx.say(describe(measured, target, ctx.search_id))
             if measured["reached"]:
@@ -104,6 +105,16 @@ def run(ctx: StageContext, strategy) -> None:
 def read(ctx: StageContext) -> dict | None:
     """What the measure stage measured (a resumed search reads it back)."""
     return json.loads(ctx.folder.measured.read_text()) if ctx.folder.measured.is_file() else None
+
+
+def _as_confirmed(ctx: StageContext, rec: TrialRecord, config: dict, planned: int
+                  ) -> dict | None:
+    """The confirmation itself, where it is the exported run: measured at its whole plan, it
+    ran every epoch of it (it first reached the target at its last), with the same seed,
+    settings and picks; nothing to train again."""
+    if int(config["epochs"]) != planned or rec.epochs != planned or not rec.reached:
+        return None
+    return {**_measurement(ctx, rec, config), "confirmation": True}
 
 
 def _train(ctx: StageContext, config: dict, winner_rec: TrialRecord) -> dict:
@@ -120,7 +131,11 @@ def _train(ctx: StageContext, config: dict, winner_rec: TrialRecord) -> dict:
                         reuse_actors=reuse_actors([int(config.get("workers", 1))],
                                                   ctx.spec.always_use_worker_group)))
         done = [r for r in ctx.book.finished(Role.MEASURED) if r.knobs == shown]
-    rec = done[-1]
+    return _measurement(ctx, done[-1], config)
+
+
+def _measurement(ctx: StageContext, rec: TrialRecord, config: dict) -> dict:
+    """What measured.json keeps of a run of the exported `config`."""
     target = ctx.objective.target
     point = first_at(rec.curve, target)
     return {"trial_id": rec.trial_id, "config": config, "epochs": rec.epochs,
@@ -135,6 +150,8 @@ def _train(ctx: StageContext, config: dict, winner_rec: TrialRecord) -> dict:
 def describe(measured: dict, target: float, own: str) -> str:
     how = "trained as exported" if measured.get("search_id") == own else \
         f"measured by {measured.get('search')}"
+    if measured.get("confirmation"):
+        how = "as exported: its confirmation ran them, to the target at its last"
     if not measured["reached"]:
         return (f"measure: {measured['epochs']} epochs {how}: best {measured['best_score']:.4f},"
                 f" below the target {target:.4f}")

@@ -41,9 +41,37 @@ def pytest_collection_modifyitems(config, items):
     items[:] = sorted(items, key=_is_integration)
 
 
+# The stories and probes that run their own Rays in subprocesses (tests/integration/
+# cli_stories.py, probes.py), started once, in the background, with the first integration test.
+_BACKGROUND: dict = {}
+_BACKGROUND_FIXTURES = ("cli_stories", "probes")
+
+
+def background(tmp_path_factory) -> dict:
+    """{'cli_stories': {name: Future[Story]}, 'probes': Future[{name: Probe}]}, started now if
+    not yet. Never while a unit test runs: the fast tier refuses their subprocesses."""
+    if not _BACKGROUND:
+        from concurrent.futures import ThreadPoolExecutor
+
+        from tests.integration.cli_stories import play_all
+        from tests.integration.probes import run_all
+
+        pool = ThreadPoolExecutor(1)
+        _BACKGROUND["probes"] = pool.submit(run_all, tmp_path_factory.mktemp)
+        pool.shutdown(wait=False)
+        _BACKGROUND["cli_stories"] = play_all(tmp_path_factory.mktemp)
+    return _BACKGROUND
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item):
-    """Before any fixture is set up: an unmarked test may not ask for Ray or a server."""
+    """Before any fixture is set up: an unmarked test may not ask for Ray or a server. The
+    first integration test starts the background stories and probes, where the run has tests
+    that read them (they take ~100 s of mostly waiting: beside the rest, not before it)."""
+    if _is_integration(item) and not _BACKGROUND and any(
+            f in other.fixturenames for other in item.session.items
+            for f in _BACKGROUND_FIXTURES):
+        background(item.config._tmp_path_factory)
     if not _is_integration(item):
         asked = [f for f in SERVER_FIXTURES if f in item.fixturenames]
         if asked:

@@ -229,8 +229,11 @@ STORIES: dict[str, Callable[[Path], Story]] = {
 
 
 def play_all(tmp_dir: Callable[[str], Path]) -> dict[str, Future]:
-    """Every story at once, each in `tmp_dir(name)`; returns once all have ended, so that no
-    story runs beside another test. A test reads its story with `.result()`, which raises what
-    that story raised."""
-    with ThreadPoolExecutor(len(STORIES)) as pool:
-        return {name: pool.submit(story, tmp_dir(name)) for name, story in STORIES.items()}
+    """Every story at once, each in `tmp_dir(name)`, in the background: a test reads its story
+    with `.result()`, which waits for it and raises what that story raised. The suite starts
+    them with its first integration test (tests/conftest.py), so their drivers, which mostly
+    wait on their own Rays, run beside the tests that use the session's."""
+    pool = ThreadPoolExecutor(len(STORIES))
+    futures = {name: pool.submit(story, tmp_dir(name)) for name, story in STORIES.items()}
+    pool.shutdown(wait=False)
+    return futures

@@ -7,7 +7,8 @@ one line `PREFIX {json}` of what it found.
   a Ray with fewer CPUs than the machine's cores.
 
 Each mostly waits on its Ray (nodes starting, trials scheduled), so `run_all` starts them
-together and returns once all have ended: no probe runs beside another test.
+together; the suite starts them with its first integration test (tests/conftest.py), beside
+the tests that use the session's Ray.
 """
 
 from __future__ import annotations

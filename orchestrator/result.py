@@ -64,15 +64,22 @@ TASK_METRICS = ["val_dice", "val_iou", "activation_mb"]
 WIDTH = 120
 # Compact columns after the knobs, and their short names.
 COMPACT = {"planned_epochs": "epochs", "val_score": "score", "time_to_target_s": "to_target_s",
-           "expected_time_to_target_s": "expected_s",
            "train_time_s": "train_s", "speedup_vs_baseline": "speedup",
            "predicted_time_to_target_s": "predicted_s"}
 
 
 def compact(trials: pd.DataFrame, knobs: list[str]) -> str:
     """The leaderboard in at most WIDTH columns: only the knobs whose values differ between
-    rows, and the measures that decide (time to the target where there is one, else training
-    time). Knob columns that still do not fit are left to the wide table and the CSV."""
+    rows, and the measures that decide: time to the target where there is one (a race's
+    expected time, marked ~, where it was told and not measured), else training time. Knob
+    columns that still do not fit are left to the wide table and the CSV."""
+    trials = trials.copy()
+    if "expected_time_to_target_s" in trials:
+        told = trials["time_to_target_s"].isna() & trials["expected_time_to_target_s"].notna()
+        trials["time_to_target_s"] = [
+            f"~{e:,.4g}" if t else (f"{v:,.4g}" if v == v else "-")
+            for t, v, e in zip(told, trials["time_to_target_s"],
+                               trials["expected_time_to_target_s"])]
     varied = [k for k in knobs if k in trials and trials[k].nunique(dropna=False) > 1]
     measures = [c for c in COMPACT if c in trials and trials[c].notna().any()]
     if "time_to_target_s" in measures:

@@ -61,6 +61,13 @@ SIGMA = 0.25
 PRIOR = 0.4
 # Validated points a contender needs before it is judged.
 POINTS = 2
+# At DECIDE_AT a contender whose expected log ratio lies this many standard errors or more
+# above the largest that reaches the target is called short (its reach ~20% likely or less):
+# a miss, which moves the next confirmations to other models (orchestrator/screen/confirm.py).
+# Between, it is decided as reaching by its plan's end, and the measured run tells: with a
+# tolerance of a point or less the baseline itself reaches the target near its end, and one
+# that learns as the baseline does is a coin's toss from the line early on.
+SHORT_AT = -0.84
 # About this many validations over a run: enough points by `RUNG`, few on a long job (a sliding
 # window over every held-out volume was 28% of unet3d's confirmations' time).
 POINTS_PER_RUN = 16
@@ -86,6 +93,10 @@ class Expected:
     """The epoch its pessimistic bound reaches the target at (its plan where it never does)."""
     ratio: float
     """Its error over the baseline's at equal progress (geometric mean: < 1 learns faster)."""
+    margin: float = math.inf
+    """How many standard errors its expected log ratio lies below the largest that still
+    reaches the target by its plan's end (the baseline's final error scaled up to the
+    target's): negative where it is expected to end short."""
 
 
 class BaselineCurve:
@@ -159,8 +170,9 @@ def expect(baseline: BaselineCurve, points: list[tuple[float, float]], target: f
     soonest, expected, latest = when(mean - Z * se), when(mean), when(mean + Z * se)
     # If it gets there at all, it does by its plan's end: P learns as much as the baseline's N.
     latest = latest if latest is not None else (planned if soonest is not None else None)
+    reaches = math.log((1.0 - target) / baseline.error_at(1.0))
     return Expected(time_at(soonest), time_at(expected), time_at(latest),
-                    latest or planned, math.exp(mean))
+                    latest or planned, math.exp(mean), (reaches - mean) / se)
 
 
 class RaceRule:
@@ -188,11 +200,11 @@ class RaceRule:
         if found is None:
             return None
         progress = epoch / planned
-        if math.isinf(found.low_s):  # even at its optimistic bound it ends short
+        if math.isinf(found.low_s) or (progress >= DECIDE_AT and found.margin < SHORT_AT):
             self.evidence.expected(trial_id, found.low_s, found.mid_s, found.high_s,
                                    found.epoch)
             return self._short(trial_id, result, found)
-        # Expected short but able to reach: by its plan's end, if at all (the measured run
+        # Expected by its plan's end where its expected ratio ends just short (the measured run
         # tells; a miss there sends the measure stage to the next fastest).
         mid = found.mid_s if math.isfinite(found.mid_s) else found.high_s
         self.evidence.expected(trial_id, found.low_s, mid, found.high_s, found.epoch)
@@ -202,7 +214,8 @@ class RaceRule:
                     f"extrapolated slower: at best {found.low_s:.1f} s to the target (its "
                     f"error {found.ratio:.2f}x the baseline's at equal progress), another "
                     f"reaches it by {bar:.1f} s")
-        if found.high_s <= TOLD * found.low_s or progress >= DECIDE_AT:
+        told = found.high_s <= TOLD * found.low_s and found.margin >= SHORT_AT
+        if told or progress >= DECIDE_AT:
             return (TrialStatus.DECIDED,
                     f"decided at {progress:.0%} of its schedule: expected at the target in "
                     f"{mid:.1f} s ({found.low_s:.1f}-{found.high_s:.1f} s; its error "
@@ -216,6 +229,6 @@ class RaceRule:
         config = result.get("config") if isinstance(result.get("config"), dict) else None
         self.evidence.missed(trial_id, max(0.0, self.target - final), config)
         return (TrialStatus.PRUNED,
-                f"extrapolated short of the target: even at its best, its error "
-                f"{found.ratio:.2f}x the baseline's at equal progress ends near {final:.4f}, "
-                f"the target is {self.target:.4f}")
+                f"extrapolated short of the target: its error {found.ratio:.2f}x the "
+                f"baseline's at equal progress ends near {final:.4f}, the target is "
+                f"{self.target:.4f} ({found.margin:+.1f} standard errors from reaching it)")

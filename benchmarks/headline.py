@@ -51,10 +51,11 @@ TARGETS = {"search_cost_baseline_runs": 3.0, "payback_runs": 5.0, "speedup": 3.0
 
 def screen_search(workload: str, args, folder: Path, name: str, seed: int, **changes):
     wait_idle()
-    spec = SearchSpec(name=name, workload=workload, space=SPACE, strategy="screen",
-                      full_epochs=args.full_epochs[workload], num_trials=args.confirm,
-                      tolerance=args.tolerance, seed=seed, output_dir=str(folder),
-                      tracking_uri=args.uri, **changes)
+    options = dict(name=name, workload=workload, space=SPACE, strategy="screen",
+                   full_epochs=args.full_epochs[workload], num_trials=args.confirm,
+                   tolerance=args.tolerance, seed=seed, output_dir=str(folder),
+                   tracking_uri=args.uri)
+    spec = SearchSpec(**{**options, **changes})
     return run_search(spec)
 
 

@@ -68,9 +68,9 @@ def pytest_runtest_setup(item):
     """Before any fixture is set up: an unmarked test may not ask for Ray or a server. The
     first integration test starts the background stories and probes, where the run has tests
     that read them (they take ~100 s of mostly waiting: beside the rest, not before it)."""
-    if _is_integration(item) and not _BACKGROUND and any(
-            f in other.fixturenames for other in item.session.items
-            for f in _BACKGROUND_FIXTURES):
+    session = getattr(item, "session", None)
+    if _is_integration(item) and session is not None and not _BACKGROUND and any(
+            f in other.fixturenames for other in session.items for f in _BACKGROUND_FIXTURES):
         background(item.config._tmp_path_factory)
     if not _is_integration(item):
         asked = [f for f in SERVER_FIXTURES if f in item.fixturenames]

@@ -57,6 +57,7 @@ COMMANDS: dict[str, str] = {
     "--baseline base": "own_match",
     "--strategy screen": "screen",
     "--model module:function --data your.npz": "own_match",
+    "--model module:function": "own_match",
     "--trials": "options",
     "--placement PACK": "options",
     "python -m orchestrator search --spec my-search.yaml --tracking-uri "

@@ -77,7 +77,7 @@ def compact(trials: pd.DataFrame, knobs: list[str]) -> str:
     if "expected_time_to_target_s" in trials:
         told = trials["time_to_target_s"].isna() & trials["expected_time_to_target_s"].notna()
         trials["time_to_target_s"] = [
-            f"~{e:,.4g}" if t else (f"{v:,.4g}" if v == v else "-")
+            f"~{e:,.4g}" if t else (f"{v:,.4g}" if pd.notna(v) else "-")
             for t, v, e in zip(told, trials["time_to_target_s"],
                                trials["expected_time_to_target_s"])]
     varied = [k for k in knobs if k in trials and trials[k].nunique(dropna=False) > 1]

@@ -7,10 +7,28 @@ MLflow the same way, in the same folder and under the same parent run.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from typing import Any
 
 from orchestrator.trial_book import TrialBook
+
+
+class _StagingRace(logging.Filter):
+    """Drops Ray Tune's "Saving experiment state to storage ... failed" error where the file
+    it could not find is one of its own temporary files: Tune copies its staging folder to the
+    search's ray/ while the searcher's state is being rewritten there (write to a temporary
+    file, then rename), and the copy may list the temporary file and find it gone. The next
+    save copies the whole state again, and a search's own records (its journal, not Ray's
+    state) are what resume reads, so nothing is lost; a user only sees a traceback."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        return not (str(record.msg).startswith("Saving experiment state to storage")
+                    and isinstance(error, FileNotFoundError) and "-tmp-" in str(error))
+
+
+_STAGING_LOGGER = "ray.tune.execution.experiment_state"
 
 
 @dataclass
@@ -33,6 +51,9 @@ class TuneRun:
         from ray import tune
         from ray.tune.logger import JsonLoggerCallback
 
+        staging = logging.getLogger(_STAGING_LOGGER)
+        if not any(isinstance(f, _StagingRace) for f in staging.filters):
+            staging.addFilter(_StagingRace())
         return tune.Tuner(
             self.trainable,
             param_space=self.param_space,

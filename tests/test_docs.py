@@ -81,3 +81,41 @@ def test_every_local_link_in_the_readme_and_docs_resolves():
             elif anchor and file.suffix == ".md" and anchor not in _anchors(file):
                 broken.append(f"{page.name}: {target} (no such heading)")
     assert not broken, "\n".join(broken)
+
+
+def _figures():
+    spec = importlib.util.spec_from_file_location("docs_figures", REPO / "docs" / "figures.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_pages_quote_the_benchmarks_results():
+    """docs/benchmarks.md's table of today's figures and the README's line are what
+    docs/figures.py writes from benchmarks/results/*.json: a figure is never typed by hand."""
+    figures = _figures()
+    for name, page in figures.PAGES.items():
+        text = page.read_text()
+        assert figures.render(name, text) == text, (
+            f"{page.relative_to(REPO)}: the '{name}' figures differ from the results: run "
+            f"{figures.COMMAND} and commit the result")
+
+
+def test_the_readmes_leaderboard_fits_120_columns():
+    """The leaderboard the README's example output shows (the lines under `Leaderboard`, as
+    the search prints them) fits a 120-column terminal; `--wide` prints every column."""
+    readme = (REPO / "README.md").read_text()
+    tables = []
+    for block in re.findall(r"^```text\n(.*?)^```", readme, re.S | re.M):
+        lines = block.splitlines()
+        for i, line in enumerate(lines):
+            if line.startswith("Leaderboard"):
+                rows = []
+                for row in lines[i + 1:]:
+                    if not row.startswith((" ", "rank")):
+                        break
+                    rows.append(row)
+                tables.append(rows)
+    assert tables and all(len(t) >= 2 for t in tables), "the README shows no leaderboard"
+    wide = [row for t in tables for row in t if len(row) > 120]
+    assert not wide, f"{len(wide)} rows over 120 columns, the first: {wide[0]!r}"

@@ -8,6 +8,8 @@ parameter shapes (`model_identity`): two models on the same data share nothing.
 
 Every entry names the machine kind it was measured on (orchestrator/machine.py). Reused:
 * a screen of the same configuration on this machine kind (not timed again);
+* a whole screen of the same candidates and plan on this machine kind (its results as they
+  were: a repeated search predicts what the first predicted, and confirms what it confirmed);
 * a baseline of the same configuration, length and seed on this machine kind (not trained
   again, unless the spec asks: `rerun_baseline`): so a repeated search has the same target;
 * a confirmation that reached this target or a higher one on this machine kind (its time);
@@ -29,6 +31,7 @@ from trainables.identity import config_key, run_key
 
 SCREEN, BASELINE, CONFIRM, MEASURED, SEARCH = "screen", "baseline", "confirm", "measured", \
     "search"
+WHOLE_SCREEN = "whole_screen"
 
 
 def same_target(a: float, b: float) -> bool:
@@ -79,6 +82,14 @@ class Knowledge:
         """An earlier screen of `config` on this machine kind (the latest)."""
         key = config_key(config)
         found = [e["result"] for e in self._here(SCREEN) if config_key(e["result"]["config"]) == key]
+        return found[-1] if found else None
+
+    def whole_screen(self, plan: str) -> dict | None:
+        """An earlier screen of the same candidates and plan on this machine kind (the latest):
+        its results and the loop-alone result. Per-configuration screens alone do not replay a
+        screen: a contender's entry holds its re-timed rounds, so a ranking of them picks other
+        contenders and switch variants than the first search did."""
+        found = [e for e in self._here(WHOLE_SCREEN) if e["plan"] == plan]
         return found[-1] if found else None
 
     def baseline(self, config: dict[str, Any]) -> dict | None:

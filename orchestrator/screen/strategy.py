@@ -31,12 +31,12 @@ from orchestrator.screen import predict as predictor
 from orchestrator.screen import screening
 from orchestrator.screen.confirm import Settled, run_confirmations, settle, teach_finished
 from orchestrator.screen.knowledge import (BASELINE, CONFIRM, MEASURED, SCREEN, SEARCH,
-                                           Knowledge, model_identity)
+                                           WHOLE_SCREEN, Knowledge, model_identity)
 from orchestrator.screen.progress import Progress
 from orchestrator.stages import Stage, StageContext
 from orchestrator.step_timing import run_screen
 from orchestrator.strategy import Strategy
-from trainables.identity import config_key
+from trainables.identity import canonical, config_key
 from trainables.status import OnResume, TrialStatus, traits
 
 # Candidates whose switches (channels_last, ...) are timed after the first screen: the REFINED
@@ -115,8 +115,26 @@ class ScreenStrategy(Strategy):
     def screen(self, ctx: StageContext) -> None:
         started, p = time.time(), ctx.prepared
         # The baseline's own settings in the optimized loop ride along with the first round.
-        timed, known = self._timed(ctx, [*screening.candidates(p.searched, p.base),
-                                         self._loop_alone_config(ctx)], "screen: round 1")
+        first = [*screening.candidates(p.searched, p.base), self._loop_alone_config(ctx)]
+        plan = canonical({"candidates": [config_key(c) for c in first],
+                          "trials": ctx.spec.num_trials, "profile": ctx.spec.profile})
+        earlier = self.knowledge(ctx).whole_screen(plan)
+        if earlier is not None:  # the same screen ran here before: its results, whole
+            self.results, self.loop_alone = earlier["results"], earlier["loop_alone"]
+            reused = len(self.results)
+        else:
+            reused = self._screen_anew(ctx, first)
+            self.knowledge(ctx).add(WHOLE_SCREEN, plan=plan, results=self.results,
+                                    loop_alone=self.loop_alone)
+        ctx.folder.screen.write_text(json.dumps(
+            {"results": self.results, "loop_alone": self.loop_alone}, indent=2, default=str))
+        ctx.say(screening.describe(self.results, time.time() - started, reused))
+
+    def _screen_anew(self, ctx: StageContext, first: list[dict]) -> int:
+        """Time `first` (an earlier search's screen of a configuration is reused), then the
+        switches of the few predicted fastest, then the contenders again; how many were known."""
+        p = ctx.prepared
+        timed, known = self._timed(ctx, first, "screen: round 1")
         results, alone, reused = timed[:-1], timed[-1], sum(known[:-1])
         pinned = set(ctx.spec.base) | set(p.searched)
         if ctx.spec.profile != "off":  # then the switches: the few predicted fastest, a batch
@@ -131,9 +149,7 @@ class ScreenStrategy(Strategy):
             more, more_known = self._timed(ctx, variants, "screen: speed switches")
             results, reused = results + more, reused + sum(more_known)
         self.results, self.loop_alone = self._retime(ctx, results), alone
-        ctx.folder.screen.write_text(json.dumps(
-            {"results": self.results, "loop_alone": self.loop_alone}, indent=2, default=str))
-        ctx.say(screening.describe(self.results, time.time() - started, reused))
+        return reused
 
     def _loop_alone_config(self, ctx: StageContext) -> dict:
         """The baseline's own settings in the optimized loop: the part of any speedup that

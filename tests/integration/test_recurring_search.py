@@ -56,12 +56,16 @@ def test_a_repeated_search_trains_nothing_and_hands_over_the_same_answer(ray_ses
     first = run_search(_spec(tmp_path, data, small, "mine"), out=first_out)
     assert first.economics is not None, first_out.getvalue()[-3000:]
     assert _trained(first_out.getvalue())  # its baseline at least
+    predicted = (Path(first.output_dir) / "predictions.json").read_text()
 
     out = io.StringIO()
     again = run_search(_spec(tmp_path, data, small, "mine"), out=out)  # the same folder, anew
     printed = out.getvalue()
     assert _trained(printed) == [], printed  # nothing trains: not the baseline, not a trial
     assert "recorded by" in printed  # the baseline an earlier search recorded
+    # The first's screen, whole: a contender's re-timed rounds must not re-rank the screen
+    # (that picked other switch variants, and confirmed one the first never predicted).
+    assert (Path(again.output_dir) / "predictions.json").read_text() == predicted
     assert again.baseline["val_score"] == first.baseline["val_score"]
     # The same answer, to the byte, and the same speedup: nothing was re-measured.
     assert again.best_config == first.best_config

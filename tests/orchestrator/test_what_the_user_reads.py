@@ -47,3 +47,14 @@ def test_the_screens_progress_is_a_line_a_round_off_a_terminal():
             bar.advance()
     assert out.getvalue().count("\n") == 1
     assert out.getvalue().startswith("screen: round 1: 24 of 24 timed in ")
+
+
+def test_a_row_that_never_reached_the_target_prints_a_dash_beside_a_told_one():
+    # A measured run that missed (None), a race's decided trial (its expected time, marked ~)
+    # and a measured time: the three the compact table shows side by side.
+    table = _table(2)  # and the baseline's row
+    table["time_to_target_s"] = pd.Series([None, None, 12.5], dtype=object)
+    table["expected_time_to_target_s"] = [None, 9.75, None]
+    lines = compact(table, ["precision", "batch_size"]).splitlines()
+    at = lines[0].split().index("to_target_s")
+    assert [line.split()[at] for line in lines[1:]] == ["-", "~9.75", "12.5"]

@@ -42,6 +42,10 @@ BAD_INPUT = "covered by tests/orchestrator/test_inputs.py::" \
             "test_bad_input_is_refused_before_ray_with_one_line"
 YOUR_TASK = "covered by tests/integration/test_your_task.py::" \
             "test_the_your_task_example_runs_through_the_api_and_the_cli"
+HISTORY = "covered by tests/integration/test_recurring_search.py::" \
+          "test_a_baseline_from_history_trains_no_baseline"
+RACE = "covered by tests/integration/test_screen_search.py::" \
+       "test_screen_predict_confirm_then_a_second_search_starts_from_the_first"
 
 # Command shape on a page -> a run in RUNS, or "covered by FILE::TEST".
 COMMANDS: dict[str, str] = {
@@ -115,7 +119,15 @@ COMMANDS: dict[str, str] = {
     "--rerun-baseline": "screen",
     "--confirm": "screen",
     "--task": YOUR_TASK,
+    "--task module:Class": YOUR_TASK,
     "--baseline-set": YOUR_TASK,
+    "--baseline-set batch_size=100": YOUR_TASK,
+    "--baseline-set KEY=VALUE": YOUR_TASK,
+    "--baseline runs:/RUN_ID": HISTORY,
+    "--baseline history.csv": HISTORY,
+    "orchestrator search --strategy screen --full-epochs 8 --baseline runs:/RUN_ID": HISTORY,
+    "--confirm race": RACE,  # the default
+    "--confirm full": "screen",
     "--wide": "own_match",
     "--set patch_size=64": BAD_INPUT,
     "--set precision=fp16-mixed": BAD_INPUT,

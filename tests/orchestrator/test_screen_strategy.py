@@ -9,7 +9,7 @@ import math
 import pytest
 from ray import tune
 
-from orchestrator.screen.knowledge import CONFIRM, SCREEN, Knowledge
+from orchestrator.screen.knowledge import CONFIRM, SCREEN, WHOLE_SCREEN, Knowledge
 from orchestrator.objective import MatchBaselineObjective
 from orchestrator.screen.predict import predict
 from orchestrator.evidence import Evidence
@@ -159,6 +159,23 @@ def test_knowledge_reuses_timings_and_misses_on_the_same_machine_and_target_only
     assert elsewhere.screened(cfg) is None and elsewhere.confirmed(cfg, 0.79) is None
     other_data = Knowledge.load(tmp_path, "classifier", "fff", machine="cpu-a")
     assert other_data.entries == []
+
+
+def test_a_whole_screen_is_replayed_for_the_same_plan_on_the_same_machine_kind(tmp_path):
+    # A contender's own entry holds its re-timed rounds (a median); the whole screen keeps what
+    # the first search ranked, so a repeat predicts and confirms what the first did.
+    cfg = {"batch_size": 64, "epochs": 12}
+    here = Knowledge.load(tmp_path, "classifier", "abc123", machine="cpu-a")
+    here.add(SCREEN, result={"config": cfg, "step_s": 0.03, "rounds": [0.01, 0.03, 0.05]})
+    here.add(WHOLE_SCREEN, plan="plan-1", results=[{"config": cfg, "step_s": 0.01}],
+             loop_alone={"step_s": 0.02})
+    again = Knowledge.load(tmp_path, "classifier", "abc123", machine="cpu-a")
+    whole = again.whole_screen("plan-1")
+    assert whole["results"] == [{"config": cfg, "step_s": 0.01}]
+    assert whole["loop_alone"] == {"step_s": 0.02}
+    assert again.whole_screen("plan-2") is None  # other candidates, budget or profile
+    assert Knowledge.load(tmp_path, "classifier", "abc123", machine="gpu-b"
+                          ).whole_screen("plan-1") is None
 
 
 def test_projected_economics_say_cost_and_payback_of_a_search_without_a_target():

@@ -7,9 +7,10 @@
 `search` takes one flag per SearchSpec field, derived from the dataclass (orchestrator/
 spec_flags.py), so a new field is a new flag with its field doc as help.
 
-Exit codes: 0 ok; 1 the search ran but no trial completed; 2 bad input (refused before any
-work: one line on stderr); 3 the search failed while running (the message names the stage, the
-traceback file and the resume command); 130 interrupted (Ctrl-C).
+Exit codes: 0 ok; 1 the search ran but hands nothing over (no trial completed, no answer
+measured); 2 bad input (refused before any work: one line on stderr); 3 the search failed while
+running (the message names the stage, the traceback file and the resume command); 130
+interrupted (Ctrl-C).
 """
 
 from __future__ import annotations
@@ -153,4 +154,10 @@ def main(argv: list[str] | None = None) -> int:
     if result is None:
         return 0
     print_summary(result, wide=getattr(args, "wide", False))
-    return 0 if result.best is not None else 1
+    return exit_code(result)
+
+
+def exit_code(result: SearchResult) -> int:
+    """0 where the search hands something over: its best trial, or (a race, whose decided
+    trials are not ranked) the measured answer in best_config.json; else 1."""
+    return 0 if result.best is not None or result.best_config is not None else 1

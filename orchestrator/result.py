@@ -74,8 +74,9 @@ def compact(trials: pd.DataFrame, knobs: list[str]) -> str:
     expected time, marked ~, where it was told and not measured), else training time. Knob
     columns that still do not fit are left to the wide table and the CSV."""
     trials = trials.copy()
-    if "expected_time_to_target_s" in trials:
-        told = trials["time_to_target_s"].isna() & trials["expected_time_to_target_s"].notna()
+    told = trials["time_to_target_s"].isna() & trials["expected_time_to_target_s"].notna() \
+        if "expected_time_to_target_s" in trials else None
+    if told is not None and (trials["time_to_target_s"].notna() | told).any():
         trials["time_to_target_s"] = [
             f"~{e:,.4g}" if t else (f"{v:,.4g}" if pd.notna(v) else "-")
             for t, v, e in zip(told, trials["time_to_target_s"],
@@ -105,9 +106,11 @@ class SearchResult:
     trials: pd.DataFrame
     """Every trial, best first (see `trials_table`)."""
     best: dict[str, Any] | None
-    """The best rankable trial's row, or None if no trial completed."""
+    """The best rankable trial's row, or None if no trial completed (a race's decided trials
+    are not ranked: its answer is `best_config`, the run the measure stage trained)."""
     best_config: dict[str, Any] | None
-    """The best trial's complete TrialConfig, as a dict (what `orchestrator train` runs)."""
+    """What is handed over, a complete TrialConfig as a dict (what `orchestrator train` runs):
+    the measured answer where the search measured one, else the best trial's."""
     output_dir: str
     best_config_path: str | None
     leaderboard_path: str

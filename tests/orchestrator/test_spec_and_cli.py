@@ -177,3 +177,20 @@ def test_cli_check_refuses_a_malformed_data_file_with_exit_2(tmp_path, capsys, i
     assert main(["search", "--check", "--data", str(bad)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("orchestrator: error: ") and "not a readable .npz" in err
+
+
+def test_a_search_that_hands_over_a_measured_answer_exits_0_even_with_no_ranked_trial():
+    # Under the race every confirmation may end `decided` (not ranked): the answer is the
+    # measured run in best_config.json, and the command succeeded.
+    import pandas as pd
+
+    from orchestrator.cli import exit_code
+    from orchestrator.result import SearchResult
+
+    def result(best, best_config):
+        return SearchResult("s", pd.DataFrame(), best, best_config, ".", None, "l.csv", "p.csv",
+                            "sqlite://", "s", None, "f", 1.0)
+
+    assert exit_code(result(None, {"batch_size": 8})) == 0
+    assert exit_code(result({"trial_id": "a"}, {"batch_size": 8})) == 0
+    assert exit_code(result(None, None)) == 1

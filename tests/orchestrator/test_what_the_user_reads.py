@@ -58,3 +58,11 @@ def test_a_row_that_never_reached_the_target_prints_a_dash_beside_a_told_one():
     lines = compact(table, ["precision", "batch_size"]).splitlines()
     at = lines[0].split().index("to_target_s")
     assert [line.split()[at] for line in lines[1:]] == ["-", "~9.75", "12.5"]
+
+
+def test_without_a_target_the_table_shows_training_time_not_an_empty_target_column():
+    table = _table(2)  # strategy tune, weighted: nothing has a target
+    table["time_to_target_s"] = float("nan")
+    table["expected_time_to_target_s"] = float("nan")
+    header = compact(table, ["precision", "batch_size"]).splitlines()[0].split()
+    assert "train_s" in header and "to_target_s" not in header

@@ -15,11 +15,16 @@ REPO = Path(__file__).resolve().parents[1]
 README_MAX_LINES = 250
 
 
-def _generator():
-    spec = importlib.util.spec_from_file_location("docs_reference", REPO / "docs" / "reference.py")
+def _docs_script(name: str):
+    """docs/NAME.py, loaded as a module (docs/ is not a package)."""
+    spec = importlib.util.spec_from_file_location(f"docs_{name}", REPO / "docs" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def _generator():
+    return _docs_script("reference")
 
 
 def test_reference_md_is_what_the_generator_writes():
@@ -84,10 +89,7 @@ def test_every_local_link_in_the_readme_and_docs_resolves():
 
 
 def _figures():
-    spec = importlib.util.spec_from_file_location("docs_figures", REPO / "docs" / "figures.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return _docs_script("figures")
 
 
 def test_the_pages_quote_the_benchmarks_results():

@@ -162,14 +162,10 @@ class ScreenStrategy(Strategy):
                ) -> tuple[list[dict], list[bool]]:
         """Screen results of `configs`: an earlier search's on this machine kind, else timed;
         and which were known."""
-        p, knowledge = ctx.prepared, self.knowledge(ctx)
+        knowledge = self.knowledge(ctx)
         known = [knowledge.screened(c) for c in configs]
         todo = [c for c, k in zip(configs, known) if k is None]
-        with Progress(ctx.out, len(todo), label) as bar:
-            fresh = iter(run_screen(
-                todo, meta=p.data.meta(), n_train=len(p.data.x_train), datasets=ctx.datasets(),
-                plan=p.plan, task=ctx.task(), progress=bar.advance)
-                if todo else [])
+        fresh = iter(self._run_screen(ctx, todo, label))
         results = []
         for k in known:
             if k is None:
@@ -177,6 +173,15 @@ class ScreenStrategy(Strategy):
                 knowledge.add(SCREEN, result=k)
             results.append(k)
         return results, [k is not None for k in known]
+
+    @staticmethod
+    def _run_screen(ctx: StageContext, configs: list[dict], label: str) -> list[dict]:
+        """Time `configs` for a few steps each, with a progress line under `label`."""
+        p = ctx.prepared
+        with Progress(ctx.out, len(configs), label) as bar:
+            return run_screen(configs, meta=p.data.meta(), n_train=len(p.data.x_train),
+                              datasets=ctx.datasets(), plan=p.plan, task=ctx.task(),
+                              progress=bar.advance) if configs else []
 
     def _retime(self, ctx: StageContext, results: list[dict]) -> list[dict]:
         """`results` with the contenders (CONTENDERS x confirmations of the predicted fastest,
@@ -193,13 +198,7 @@ class ScreenStrategy(Strategy):
         for round_ in range(screening.ROUNDS - 1):
             order = todo[::-1] if round_ % 2 == 0 else todo  # the first round went forward
             label = f"screen: contenders, round {round_ + 2} of {screening.ROUNDS}"
-            with Progress(ctx.out, len(order), label) as bar:
-                p = ctx.prepared
-                timed = run_screen(
-                    [results[i]["config"] for i in order], meta=p.data.meta(),
-                    n_train=len(p.data.x_train), datasets=ctx.datasets(), plan=p.plan,
-                    task=ctx.task(), progress=bar.advance) \
-                    if order else []
+            timed = self._run_screen(ctx, [results[i]["config"] for i in order], label)
             for i, result in zip(order, timed):
                 again[i].append(result)
         out = list(results)

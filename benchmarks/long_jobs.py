@@ -82,6 +82,8 @@ def one_length(workload: str, epochs: int, args, longest: bool) -> dict:
         "speedup": spread([e["speedup"] for e in econ]),
         "speedup_same_target": spread([e["speedup_same_target"] for e in econ]),
         "hit_rate": spread([e["hit_rate"] for e in econ]),
+        "prediction_error": spread([e["prediction_error"] for e in econ]),
+        "found_epochs": [e["found_epochs"] for e in econ],
         "confirmations": [len(trials(result)) for result in rows],
         # Which searches trained a baseline: the first; the others took it recorded.
         "trained_a_baseline": [result.baseline.get("search") == result.output_dir
@@ -90,9 +92,22 @@ def one_length(workload: str, epochs: int, args, longest: bool) -> dict:
         "reference_speedup": reference["speedup"],
         "reference_search_cost_baseline_runs": reference["search_cost_baseline_runs"],
         "reference_payback_runs": reference["payback_runs"],
+        "reference_found_epochs": reference["found_epochs"],
+        "measured": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "vs_reference": (spread([e["speedup"] for e in econ])["median"] / reference["speedup"])
         if reference["speedup"] and spread([e["speedup"] for e in econ])["median"] else None,
     }
+
+
+def kept(path: Path, this_machine: str, out: dict) -> dict:
+    """This run's rows over the earlier ones of the same machine (each row keeps when it was
+    measured): a run of one workload or length does not drop the others' figures."""
+    earlier = json.loads(path.read_text()) if path.is_file() else {}
+    rows = earlier.get("workloads", {}) if earlier.get("machine") == this_machine else {}
+    merged = {w: dict(lengths) for w, lengths in rows.items()}
+    for w, lengths in out.items():
+        merged.setdefault(w, {}).update(lengths)
+    return merged
 
 
 def main(argv=None) -> None:
@@ -131,7 +146,8 @@ def main(argv=None) -> None:
     ray.shutdown()
     results = {"measured": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                "machine": machine(), "wall_s": time.time() - started,
-               "args": {k: str(v) for k, v in vars(args).items()}, "workloads": out}
+               "args": {k: str(v) for k, v in vars(args).items()},
+               "workloads": kept(Path(args.results), machine(), out)}
     Path(args.results).parent.mkdir(parents=True, exist_ok=True)
     Path(args.results).write_text(json.dumps(results, indent=2, default=str))
     print(f"results: {args.results}  (runs and MLflow: {args.root})")

@@ -38,7 +38,7 @@ def replay(run: dict, baseline_curve: list, target: float) -> dict:
                                "val_epoch": epoch, "train_time_s": seconds})
         if decided is None:
             continue
-        low, mid, high, _ = rule.evidence.expectation("run")
+        low, mid, high, *_ = rule.evidence.expectation("run")
         actual = truth.seconds if truth else math.inf
         return {"at_epoch": int(epoch), "of": planned, "status": str(decided[0]),
                 "reason": decided[1], "expected": [low, mid, high], "actual_s": actual,

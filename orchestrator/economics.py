@@ -22,7 +22,8 @@ costs, `first_use_s`, are recorded apart, for both).
     hit_rate              confirmations that reached the target / confirmations run; a race's
                           decided contender is a hit where its measured run reached the target,
                           a miss where it did not, and counts neither way where it was not
-                          measured; the prediction error is over those that reached it
+                          measured; the prediction error is over those that reached it (a
+                          decided one's against its measured run, as handed over)
 """
 
 from __future__ import annotations
@@ -92,13 +93,13 @@ def compute(*, baseline: dict, target: float, measured: dict | None, cost_s: flo
     their knobs)."""
     base_s = float(baseline["train_time_s"])
     base_at = first_at(baseline.get("curve") or [], target)
-    told = _measured_runs(measured)  # a decided contender's run -> whether it reached
-    outcome = {r.trial_id: told.get(_run(base, r)) if r.status == TrialStatus.DECIDED
-               else r.reached for r in confirmations}
+    told = _measured_runs(measured)  # a decided contender's run -> its time to the target
+    outcome = {r.trial_id: told.get(_run(base, r), None) if r.status == TrialStatus.DECIDED
+               else (r.time_to_target_s if r.reached else math.inf) for r in confirmations}
     confirmations = [r for r in confirmations if outcome[r.trial_id] is not None]
-    hits = [r for r in confirmations if outcome[r.trial_id]]
-    errors = [abs(r.metrics["prediction_error"]) for r in hits
-              if _finite(r.metrics.get("prediction_error"))]
+    hits = [r for r in confirmations if math.isfinite(outcome[r.trial_id])]
+    errors = [abs(_prediction_error(r, outcome[r.trial_id])) for r in hits
+              if _finite(_prediction_error(r, outcome[r.trial_id]))]
     started = [abs(r.metrics["start_prediction_error"]) for r in hits
                if _finite(r.metrics.get("start_prediction_error"))]
     found_s = float(measured["train_time_s"]) if measured and measured["reached"] else None
@@ -117,7 +118,7 @@ def compute(*, baseline: dict, target: float, measured: dict | None, cost_s: flo
         hit_rate=len(hits) / len(confirmations) if confirmations else None,
         confirmations=len(confirmations), hits=len(hits),
         misses=[{"trial_id": r.trial_id, "status": str(r.status), "reason": r.reason}
-                for r in confirmations if not outcome[r.trial_id]],
+                for r in confirmations if not math.isfinite(outcome[r.trial_id])],
         prediction_error=statistics.median(errors) if errors else None,
         start_prediction_error=statistics.median(started) if started else None,
         first_use_s={"baseline": baseline.get("first_use_s"),
@@ -169,13 +170,25 @@ def _run(base: dict | None, rec: TrialRecord) -> str:
     return key_without(config, SPEED_ONLY | {"epochs"})
 
 
-def _measured_runs(measured: dict | None) -> dict[str, bool]:
-    """Each configuration the measure stage trained: whether it reached the target."""
-    out: dict[str, bool] = {}
+def _measured_runs(measured: dict | None) -> dict[str, float]:
+    """Each configuration the measure stage trained: its first time to the target as handed
+    over (inf: no attempt reached it)."""
+    out: dict[str, float] = {}
     for attempt in (measured or {}).get("attempts", []):
         key = key_without(attempt["config"], SPEED_ONLY | {"epochs"})
-        out[key] = out.get(key, False) or bool(attempt["reached"])
+        at = attempt.get("time_to_target_s") if attempt["reached"] else None
+        out[key] = min(out.get(key, math.inf), float(at) if at is not None else math.inf)
     return out
+
+
+def _prediction_error(rec: TrialRecord, measured_s: float) -> float | None:
+    """(predicted - measured) / measured time to the target: the confirmation's own, or, for
+    a contender the race decided, against its run as handed over (the measure stage's)."""
+    if rec.status != TrialStatus.DECIDED:
+        return rec.metrics.get("prediction_error")
+    predicted = rec.metrics.get("predicted_time_to_target_s")
+    return (predicted - measured_s) / measured_s if _finite(predicted) and measured_s > 0 \
+        else None
 
 
 def _finite(value: Any) -> bool:

@@ -50,7 +50,7 @@ class Evidence:
         self._held: list[dict] = []  # earlier searches' configurations that reached it
         self._earlier_missed: list[tuple[dict, float]] = []
         self._expected: dict[str, float] = {}  # trial -> its predicted time to the target
-        self._told: dict[str, tuple[float, float, float, int]] = {}  # the race's expectations
+        self._told: dict[str, tuple[float, float, float, int, float]] = {}  # the race's
         self._earlier_told: list[float] = []  # earlier searches' decided pessimistic times
         self._ratios: list[float] = []  # measured / predicted of earlier searches' results
 
@@ -79,11 +79,11 @@ class Evidence:
         self._expected[trial_id] = float(predicted_s)
 
     def expected(self, trial_id: str, low_s: float, mid_s: float, high_s: float,
-                 epoch: int) -> None:
+                 epoch: int, reach: float = 1.0) -> None:
         """What a contender's curve tells of its time to the target so far (the race,
-        orchestrator/screen/race.py): its bounds, and the epoch its pessimistic one reaches the
-        target at."""
-        self._told[trial_id] = (low_s, mid_s, high_s, epoch)
+        orchestrator/screen/race.py): its bounds, the epoch it is expected to reach the target
+        at, and how likely it reaches it at all."""
+        self._told[trial_id] = (low_s, mid_s, high_s, epoch, reach)
 
     def learn_twin(self, config: dict, epoch: int, reached: bool) -> None:
         """A decided trial's run reached the target at `epoch` (`reached`), or had not by it."""
@@ -126,8 +126,9 @@ class Evidence:
         bounds = [b for b in [self._best_s, *told, *self._earlier_told] if b is not None]
         return min(bounds) if bounds else None
 
-    def expectation(self, trial_id: str) -> tuple[float, float, float, int] | None:
-        """(low, mid, high seconds, epoch at the high bound) the race last told of a trial."""
+    def expectation(self, trial_id: str) -> tuple[float, float, float, int, float] | None:
+        """(low, mid, high seconds, expected epoch, chance to reach) the race last told of a
+        trial."""
         return self._told.get(trial_id)
 
     def time_to_target(self, trial_id: str) -> float | None:

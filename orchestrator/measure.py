@@ -35,16 +35,28 @@ SEARCH_ONLY = ("val_skip_above_loss", "val_skip_until")
 
 # Configurations measured, fastest first, until one reaches the target as handed over.
 MEASURED_AT_MOST = 2
+# A decided contender's chance to reach the target counts down to this at least (the race cuts
+# those below ~0.2 as short: orchestrator/screen/race.py SHORT_AT).
+LEAST_REACH = 0.05
 
 
 def ranked(ctx: StageContext, strategy) -> list[TrialRecord]:
     """The configurations fastest to the target, fastest first: reached in the least training
-    time, or (the race) expected to reach it soonest; this search's trials and the earlier
-    searches' results it reuses."""
+    time, or (the race) expected to reach it soonest per chance of reaching it (`order`); this
+    search's trials and the earlier searches' results it reuses."""
     records = ctx.book.finished(Role.TRIAL) + strategy.earlier()
     reached = [r for r in records if r.reached and traits(r.status).rankable]
     told = [r for r in records if r.status == TrialStatus.DECIDED and r.expected_s is not None]
-    return sorted([*reached, *told], key=lambda r: r.time_to_target_s or r.expected_s)
+    return sorted([*reached, *told], key=order)
+
+
+def order(rec: TrialRecord) -> float:
+    """Seconds to the target per chance of reaching it: measured (a sure thing), or expected by
+    the race over its chance. Each miss of the measure stage costs a whole run, so a contender
+    a little faster but likely to end short of the target is measured after a sure one."""
+    if rec.time_to_target_s is not None:
+        return rec.time_to_target_s
+    return rec.expected_s / max(rec.reach, LEAST_REACH)
 
 
 def winner(ctx: StageContext, strategy) -> TrialRecord | None:
@@ -54,7 +66,7 @@ def winner(ctx: StageContext, strategy) -> TrialRecord | None:
 
 def epochs_needed(rec: TrialRecord, target: float, planned: int) -> int:
     """The epochs the winner is first measured at: where it first reached the target, or
-    where the race's pessimistic bound says it will."""
+    where the race expects it to (its expected ratio's epoch, orchestrator/screen/race.py)."""
     reached = first_at(rec.curve, target)
     if reached is not None:
         return reached.epoch

@@ -96,6 +96,13 @@ class TrialRecord:
         return float(value) if isinstance(value, (int, float)) and math.isfinite(value) else None
 
     @property
+    def reach(self) -> float:
+        """How likely a decided contender reaches the target by its plan's end, as the race
+        tells it (1 where it reached it, or the race did not say)."""
+        value = self.metrics.get("expected_reach")
+        return float(value) if isinstance(value, (int, float)) and 0 < value <= 1 else 1.0
+
+    @property
     def fixed_cost_s(self) -> float | None:
         """Trial wall time that is not training, validation or the speed profile (reported
         apart as profile_s): Ray start-up, data, teardown."""

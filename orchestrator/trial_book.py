@@ -29,7 +29,8 @@ from trainables.status import REPEATABLE, TrialStatus, is_out_of_memory_text
 from trainables.trial.sampling import SYSTEM_KEY
 
 # A decided contender's expected time to the target (its bounds) and epoch, as the race told.
-EXPECTED = ("expected_low_s", "expected_time_to_target_s", "expected_high_s", "expected_epoch")
+EXPECTED = ("expected_low_s", "expected_time_to_target_s", "expected_high_s", "expected_epoch",
+            "expected_reach")
 # Metrics that describe one trial's own run, not its configuration: a duplicate gets its own.
 _OWN_RUN = ("trial_wall_s", "fixed_cost_s", "profile_s")
 
@@ -233,7 +234,7 @@ class TrialBook(Callback):
         rec.metrics.update(prediction_metrics(rec))
         told = self.evidence.expectation(trial_id)
         if told is not None and status == TrialStatus.DECIDED:  # what the race expects of it
-            rec.metrics.update(zip(EXPECTED, (*told[:3], float(told[3]))))
+            rec.metrics.update(zip(EXPECTED, (*told[:3], float(told[3]), float(told[4]))))
         detail = f" ({reason})" if reason else ""
         self._print(f"{self._label(rec)} {status} after {rec.wall_s:.1f}s wall{detail}")
         self.tracker.end_trial(rec.trial_id, status, rec.metrics, reason,

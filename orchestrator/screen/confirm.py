@@ -241,6 +241,7 @@ def earlier_record(entry: dict, knobs: dict) -> TrialRecord:
         metrics = {"expected_time_to_target_s": entry["expected_s"],
                    "expected_high_s": entry.get("expected_high_s") or float("nan"),
                    "expected_epoch": float(entry.get("expected_epoch") or 0),
+                   "expected_reach": float(entry.get("expected_reach") or 1.0),
                    "val_score": entry.get("val_score") or float("nan"), "objective": -1e6}
     else:
         metrics = {"time_to_target_s": entry["time_to_target_s"],

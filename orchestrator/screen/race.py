@@ -31,7 +31,13 @@ contender trains until its learning curve tells its time to the target well enou
   anneals). Nothing is judged before `RUNG` of its schedule and `POINTS` validated points.
 
 The fastest expected is the answer, and only it trains to the target: the measure stage trains
-it as it is handed over (orchestrator/measure.py), for the epochs its pessimistic bound needs.
+it as it is handed over (orchestrator/measure.py), for the epochs its expected ratio needs (its
+schedule planned for them; a longer one where that run ends short). Handing over its
+pessimistic bound's epochs instead cost the answer half its speed: unet3d at 32 epochs reached
+the target at epoch 25 of a 52-epoch plan, and trained all 52 (docs/benchmarks.md). The
+fastest is the one fastest per chance of reaching: expected time / `reach` (a race calls a
+contender within a point of the line by its plan's end "decided", and the classifier's that
+were 0.65-0.8 standard errors short of it missed three times of three in the headline).
 How often the race stopped a contender that would have won (a false cut) is measured by the
 benchmarks, which train what it cut to the end (benchmarks/headline.py, benchmarks/race_
 calibration.py).
@@ -90,13 +96,20 @@ class Expected:
     high_s: float
     """inf: at its pessimistic bound it never reaches the target within its schedule."""
     epoch: int
-    """The epoch its pessimistic bound reaches the target at (its plan where it never does)."""
+    """The epoch its expected ratio reaches the target at: what the measure stage exports
+    (orchestrator/measure.py). Its plan's end where only its optimistic bound gets there."""
     ratio: float
     """Its error over the baseline's at equal progress (geometric mean: < 1 learns faster)."""
     margin: float = math.inf
     """How many standard errors its expected log ratio lies below the largest that still
     reaches the target by its plan's end (the baseline's final error scaled up to the
     target's): negative where it is expected to end short."""
+
+    @property
+    def reach(self) -> float:
+        """How likely it reaches the target by its plan's end: Phi(margin)."""
+        return 0.5 * math.erfc(-self.margin / math.sqrt(2)) if math.isfinite(self.margin) \
+            else float(self.margin > 0)
 
 
 class BaselineCurve:
@@ -172,7 +185,7 @@ def expect(baseline: BaselineCurve, points: list[tuple[float, float]], target: f
     latest = latest if latest is not None else (planned if soonest is not None else None)
     reaches = math.log((1.0 - target) / baseline.error_at(1.0))
     return Expected(time_at(soonest), time_at(expected), time_at(latest),
-                    latest or planned, math.exp(mean), (reaches - mean) / se)
+                    expected or planned, math.exp(mean), (reaches - mean) / se)
 
 
 class RaceRule:
@@ -202,12 +215,13 @@ class RaceRule:
         progress = epoch / planned
         if math.isinf(found.low_s) or (progress >= DECIDE_AT and found.margin < SHORT_AT):
             self.evidence.expected(trial_id, found.low_s, found.mid_s, found.high_s,
-                                   found.epoch)
+                                   found.epoch, found.reach)
             return self._short(trial_id, result, found)
         # Expected by its plan's end where its expected ratio ends just short (the measured run
         # tells; a miss there sends the measure stage to the next fastest).
         mid = found.mid_s if math.isfinite(found.mid_s) else found.high_s
-        self.evidence.expected(trial_id, found.low_s, mid, found.high_s, found.epoch)
+        self.evidence.expected(trial_id, found.low_s, mid, found.high_s, found.epoch,
+                               found.reach)
         bar = self.evidence.best_bound(besides=trial_id)
         if bar is not None and found.low_s > bar:
             return (TrialStatus.PRUNED,

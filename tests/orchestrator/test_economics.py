@@ -105,8 +105,8 @@ def test_the_race_decides_cuts_a_loser_and_teaches_the_evidence():
 
     epoch, (status, reason) = run("fast", [0.5, 0.6, 0.65, 0.7])
     assert status == TrialStatus.DECIDED and epoch == 4 and "expected at the target" in reason
-    low, mid, high, at = evidence.expectation("fast")
-    assert low <= mid <= high and at <= 10
+    low, mid, high, at, reach = evidence.expectation("fast")
+    assert low <= mid <= high and at <= 10 and 0 < reach <= 1
     assert evidence.best_bound() == pytest.approx(high)
     # Five times slower an epoch: its soonest is later than the first's latest: cut.
     epoch, (status, reason) = run("slow", [0.5, 0.6, 0.65], pace=10.0)
@@ -115,3 +115,39 @@ def test_the_race_decides_cuts_a_loser_and_teaches_the_evidence():
     epoch, (status, reason) = run("flat", [0.2, 0.2, 0.2, 0.2])
     assert status == TrialStatus.PRUNED and "short of the target" in reason
     assert evidence.shortfall("flat") > 0
+
+
+def test_a_decided_hit_has_a_prediction_error_against_its_measured_run():
+    decided = _trial("d", "decided")
+    decided.metrics["predicted_time_to_target_s"] = 36.0
+    e = compute(baseline=BASELINE, target=0.79, measured=_measured(40.0, 30.0, epochs=9),
+                cost_s=90.0, confirmations=[decided], base={})
+    assert e.prediction_error == pytest.approx(0.2)  # (36 - 30) / 30, its run as handed over
+
+
+def test_the_race_hands_over_the_epoch_it_expects_not_its_pessimistic_one():
+    curve = BaselineCurve(BASELINE["curve"])
+    like = [(e / 20, s) for e, s in [(2, 0.5), (4, 0.6), (6, 0.65), (8, 0.7)]]
+    # A 20-epoch plan learning as the baseline's 10 (at equal progress): it is expected at the
+    # target where the baseline got there, 80% of its plan (epoch 16), though its pessimistic
+    # bound needs the whole plan.
+    found = expect(curve, like, 0.79, planned=20, pace=(8, 16.0, 2.0))
+    assert found.epoch == 16 and found.mid_s == pytest.approx(16.0 + 8 * 2.0)
+    assert found.high_s > found.mid_s
+    assert 0.5 < found.reach <= 1.0  # as likely as the baseline to get there, or more
+    worse = [(p, 1 - (1 - s) * 1.15) for p, s in like]  # 15% more error, all along
+    assert expect(curve, worse, 0.79, planned=20, pace=(8, 16.0, 2.0)).reach < found.reach
+
+
+def test_the_measure_stage_tries_first_the_fastest_per_chance_of_reaching():
+    from orchestrator.measure import order
+
+    def told(tid, seconds, reach):
+        rec = _trial(tid, "decided")
+        rec.metrics |= {"expected_time_to_target_s": seconds, "expected_reach": reach}
+        return rec
+
+    hopeful, likely = told("h", 20.0, 0.2), told("l", 30.0, 0.9)
+    sure = _trial("s", "early_stopped", 35.0)
+    assert sorted([hopeful, likely, sure], key=order) == [likely, sure, hopeful]
+    assert order(told("n", 30.0, float("nan"))) == 30.0  # no chance told: taken at its word

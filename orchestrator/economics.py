@@ -16,7 +16,8 @@ costs, `first_use_s`, are recorded apart, for both).
                           epochs: the part of the speedup that needs no search;
                           `search_adds` = speedup / loop_alone_speedup
     search_cost_s         the search's wall time from start to finish (Ray's start included),
-                          minus the baseline's run, and nothing else
+                          minus the baseline's run, and nothing else; `stage_s` splits it
+                          by stage, `losers_s` is the training of what was not handed over
     payback_runs          search_cost_s / (baseline_s - found_s): runs until the time saved
                           pays for the search
     hit_rate              confirmations that reached the target / confirmations run; a race's
@@ -72,6 +73,12 @@ class Economics:
     found_epochs: int | None = None
     found_score: float | None = None
     """The answer's best validated score in its measured run."""
+    stage_s: dict[str, float] = field(default_factory=dict)
+    """Each stage's wall time in the cost (the baseline's only where it was not trained here:
+    its step timed, or its record read)."""
+    losers_s: float = 0.0
+    """Training time of the confirmations that are not the answer: what the search spent on
+    configurations it did not hand over."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -87,12 +94,15 @@ class Economics:
 
 def compute(*, baseline: dict, target: float, measured: dict | None, cost_s: float,
             confirmations: list[TrialRecord], loop_alone_s: float | None = None,
-            base: dict | None = None) -> Economics:
+            base: dict | None = None, stage_s: dict[str, float] | None = None) -> Economics:
     """The economics of a search: its baseline's record, its measured answer (measured.json),
     its cost and its confirmations (this search's trials; `base`: the fixed settings under
     their knobs)."""
     base_s = float(baseline["train_time_s"])
     base_at = first_at(baseline.get("curve") or [], target)
+    answer = key_without(measured["config"], SPEED_ONLY | {"epochs"}) if measured else None
+    losers_s = sum(float(r.metrics.get("train_time_s") or 0.0) for r in confirmations
+                   if _run(base, r) != answer and _finite(r.metrics.get("train_time_s")))
     told = _measured_runs(measured)  # a decided contender's run -> its time to the target
     outcome = {r.trial_id: told.get(_run(base, r), None) if r.status == TrialStatus.DECIDED
                else (r.time_to_target_s if r.reached else math.inf) for r in confirmations}
@@ -124,7 +134,9 @@ def compute(*, baseline: dict, target: float, measured: dict | None, cost_s: flo
         first_use_s={"baseline": baseline.get("first_use_s"),
                      "found": measured.get("first_use_s") if measured else None},
         found_epochs=int(measured["epochs"]) if measured else None,
-        found_score=measured.get("best_score") if measured else None)
+        found_score=measured.get("best_score") if measured else None,
+        stage_s={k: float(v) for k, v in (stage_s or {}).items()},
+        losers_s=losers_s)
 
 
 def lines(e: Economics, baseline: dict, errors: list[dict]) -> list[str]:
@@ -148,6 +160,11 @@ def lines(e: Economics, baseline: dict, errors: list[dict]) -> list[str]:
                        f"{e.search_adds:.2f}x on top")
     out.append(f"search cost        {e.search_cost_s:.0f} s = {e.search_cost_baseline_runs:.1f}"
                f" baseline runs (wall time from start to finish, the baseline's run excluded)")
+    if e.stage_s:
+        out.append("  by stage         " + ", ".join(
+            f"{stage} {seconds:.0f} s" for stage, seconds in e.stage_s.items()
+            if seconds >= 0.5) +
+            f"; {e.losers_s:.0f} s of it trained configurations not handed over")
     if e.found_s is not None:
         out.append(f"payback            after {e.payback_runs:.1f} runs (each saves "
                    f"{e.baseline_s - e.found_s:.1f} s)" if e.payback_runs is not None else

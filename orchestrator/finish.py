@@ -124,9 +124,19 @@ def _economics(ctx: StageContext, strategy, measured: dict | None, best: dict | 
         return projected_economics(best, baseline, objective.baseline_s, cost_s)
     e = economy.compute(baseline=baseline, target=objective.target, measured=measured,
                         cost_s=cost_s, confirmations=ctx.book.finished(Role.TRIAL),
-                        loop_alone_s=strategy.loop_alone_s(ctx), base=ctx.prepared.base)
+                        loop_alone_s=strategy.loop_alone_s(ctx), base=ctx.prepared.base,
+                        stage_s=_stage_costs(ctx))
     e.write(folder.economics)
     return economy.lines(e, baseline, prediction_errors(table)), e.metrics()
+
+
+def _stage_costs(ctx: StageContext) -> dict[str, float]:
+    """Each recorded stage's wall time, the baseline's run left out where this search trained
+    it (the user makes that run anyway: orchestrator/economics.py)."""
+    stages = dict(ctx.folder.read_state().get("stage_s") or {})
+    if (ctx.baseline or {}).get("search_id") == ctx.search_id:
+        stages.pop("baseline", None)
+    return stages
 
 
 def _artifacts(ctx: StageContext, best_config: dict | None, measured: dict | None

@@ -7,7 +7,7 @@ contender trains until its learning curve tells its time to the target well enou
 * **Compared at equal progress.** A contender's schedule spans P epochs as the baseline's
   spans N (orchestrator/screen/predict.py plans P from the gradient noise scale), so at the
   same fraction of its schedule it has taken the same share of its learning-rate schedule.
-  There, its error (1 - score) is compared with the baseline's best error so far: their log
+  There, its best error so far (1 - score) is compared with the baseline's: their log
   ratio r says how much better or worse it learns.
 * **The baseline's curve is the prior.** Before any evidence a contender learns as the
   baseline does (r = 0): it reaches the target where the baseline did, at the same fraction of
@@ -205,7 +205,10 @@ class RaceRule:
         first = self._first.setdefault(trial_id, (epoch, spent))
         points = self._points.setdefault(trial_id, [])
         if validated(result) and result.get("val_score") is not None:
-            points.append((epoch / planned, float(result["val_score"])))
+            # Its best so far, as the baseline's envelope: one bad validation (unet3d's Dice
+            # dipped 2-3 points an epoch) lowers neither side's curve.
+            best = max(float(result["val_score"]), points[-1][1] if points else 0.0)
+            points.append((epoch / planned, best))
         if epoch / planned < RUNG or epoch <= first[0]:
             return None
         pace = (epoch, spent, (spent - first[1]) / (epoch - first[0]))

@@ -44,18 +44,27 @@ def _trained(out: str) -> list[str]:
     return [line for line in out.splitlines() if line.startswith("[") and "] start" in line]
 
 
-def test_a_repeated_search_trains_nothing_and_hands_over_the_same_answer(ray_session, tmp_path):
+@pytest.fixture(scope="module")
+def first(ray_session, tmp_path_factory):
+    """(folder, data, the first search's result, its printed output): one search of the `small`
+    model, which both tests ask again in their own ways."""
     import numpy as np
 
     from tests.conftest import make_npz, sqlite_store
 
+    tmp_path = tmp_path_factory.mktemp("recurring")
     with np.load(make_npz(tmp_path / "tiny.npz", n=320, n_val=80, size=12, channels=1)) as f:
         data = {k: f[k] for k in ("x", "y", "x_val", "y_val")}
     sqlite_store(tmp_path)
-    first_out = io.StringIO()
-    first = run_search(_spec(tmp_path, data, small, "mine"), out=first_out)
-    assert first.economics is not None, first_out.getvalue()[-3000:]
-    assert _trained(first_out.getvalue())  # its baseline at least
+    out = io.StringIO()
+    result = run_search(_spec(tmp_path, data, small, "mine"), out=out)
+    return tmp_path, data, result, out.getvalue()
+
+
+def test_a_repeated_search_trains_nothing_and_hands_over_the_same_answer(first):
+    tmp_path, data, first, first_out = first
+    assert first.economics is not None, first_out[-3000:]
+    assert _trained(first_out)  # its baseline at least
     predicted = (Path(first.output_dir) / "predictions.json").read_text()
 
     out = io.StringIO()
@@ -86,22 +95,16 @@ def test_a_repeated_search_trains_nothing_and_hands_over_the_same_answer(ray_ses
         any("other" in f.name for f in files)
 
 
-def test_a_baseline_from_history_trains_no_baseline(ray_session, tmp_path):
+def test_a_baseline_from_history_trains_no_baseline(first, tmp_path):
     """`--baseline runs:/RUN_ID` (a run an earlier search recorded in MLflow) and a CSV of
     epoch, seconds, score: the search trains no baseline, times its step here, and compares
-    on that clock (issue 41)."""
-    import numpy as np
+    on that clock (issue 41). In a folder of their own: nothing known of their model."""
     from mlflow.tracking import MlflowClient
 
-    from tests.conftest import make_npz, sqlite_store
-
-    with np.load(make_npz(tmp_path / "tiny.npz", n=320, n_val=80, size=12, channels=1)) as f:
-        data = {k: f[k] for k in ("x", "y", "x_val", "y_val")}
-    sqlite_store(tmp_path)
-    first = run_search(_spec(tmp_path, data, small, "first"), out=io.StringIO())
-    client = MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    store, data, first, _ = first
+    client = MlflowClient(f"sqlite:///{store / 'mlflow.db'}")
     (run,) = [r for r in client.search_runs(
-        [client.get_experiment_by_name("first").experiment_id])
+        [client.get_experiment_by_name("mine").experiment_id])
         if r.data.tags.get("orchestrator.trial_id") == first.baseline["trial_id"]]
     csv = tmp_path / "today.csv"
     csv.write_text("epoch,seconds,score\n" + "".join(
@@ -109,6 +112,7 @@ def test_a_baseline_from_history_trains_no_baseline(ray_session, tmp_path):
     for name, baseline in (("from-mlflow", f"runs:/{run.info.run_id}"), ("from-csv", str(csv))):
         spec = _spec(tmp_path, data, other, name)  # another model: nothing known of it
         spec.baseline, spec.num_trials = baseline, 1
+        spec.tracking_uri = f"sqlite:///{store / 'mlflow.db'}"  # where its run is
         out = io.StringIO()
         result = run_search(spec, out=out)
         printed = out.getvalue()

@@ -151,3 +151,32 @@ def test_the_measure_stage_tries_first_the_fastest_per_chance_of_reaching():
     sure = _trial("s", "early_stopped", 35.0)
     assert sorted([hopeful, likely, sure], key=order) == [likely, sure, hopeful]
     assert order(told("n", 30.0, float("nan"))) == 30.0  # no chance told: taken at its word
+
+
+def test_the_cost_is_shown_stage_by_stage_with_what_went_to_configurations_not_handed_over():
+    answer = _trial("a", "decided")  # batch 64: the measured configuration's run
+    answer.metrics["train_time_s"] = 12.0
+    loser = _trial("l", "pruned", width=0.5)
+    loser.metrics["train_time_s"] = 7.0
+    e = compute(baseline=BASELINE, target=0.79, measured=_measured(40.0, 30.0, epochs=9),
+                cost_s=90.0, confirmations=[answer, loser], base={},
+                stage_s={"screen": 20.0, "predict": 0.01, "confirm": 30.0, "measure": 40.0})
+    assert e.losers_s == pytest.approx(7.0)
+    (line,) = [t for t in lines(e, BASELINE, []) if "by stage" in t]
+    assert "screen 20 s, confirm 30 s, measure 40 s" in line and "predict" not in line
+    assert "7 s of it trained configurations not handed over" in line
+
+
+def test_the_race_reads_a_contenders_best_so_far_as_it_reads_the_baselines():
+    def told(scores):
+        evidence = Evidence()
+        rule = RaceRule(BASELINE, 0.79, evidence)
+        for e, s in enumerate(scores, 1):
+            if rule("c", {"epoch": e, "epochs_planned": 10, "train_time_s": 2.0 * e,
+                          "val_score": s, "val_epoch": e}) is not None:
+                break
+        return evidence.expectation("c")
+
+    # A dip at epoch 3 says no more than the best before it: both sides are envelopes.
+    assert told([0.5, 0.6, 0.45, 0.7]) == told([0.5, 0.6, 0.6, 0.7])
+    assert told([0.5, 0.6, 0.45, 0.7]) != told([0.5, 0.6, 0.65, 0.7])

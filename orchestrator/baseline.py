@@ -7,7 +7,7 @@ it is (issue 17, item 1).
     none   no baseline
     PATH   a baseline measured before: the `baseline.json` of an earlier search (not run again)
     runs:/RUN_ID, or a CSV of epoch, seconds, score
-           your run from history: its curve, its step timed here (orchestrator/
+           your run from history: its curve, on this clock (orchestrator/
            history_baseline.py)
 
 It is a trial of the search itself, run by the search's baseline stage (orchestrator/search.py)
@@ -152,7 +152,9 @@ def result_line(kind: str, record: dict, own: str | None = None) -> str:
     where = kind if kind in BASELINES else f"{record['kind']}, recorded in {kind}"
     if record.get("kind") == "history":
         where = (f"history, {kind}: its step timed here; its recorded seconds from "
-                 f"{record['seconds_from']} kept beside")
+                 f"{record['seconds_from']} kept beside") if record.get("timed_here") else \
+            (f"history, {kind}: its recorded training time, this tool's on this machine "
+             f"kind (the same clock)")
     if kind in BASELINES and own is not None and record.get("search_id") not in (None, own):
         where += f", recorded by {record['search']} (--rerun-baseline trains it again)"
     return (f"baseline ({where}): val_score {record['val_score']:.4f} in "

@@ -7,12 +7,20 @@
 
 Its learning curve gives S (its final score) and where it reached S - tolerance; its settings
 (the run's params that are trial settings, then `baseline_set` over them, over the search's
-fixed settings) are what it trained. Its time is what the same settings cost here: the
-baseline stage times its step on this machine for a few steps (orchestrator/step_timing.py),
-and each epoch of its curve takes that: both sides of every ratio on one clock (the recorded
-seconds, from another machine or another day, are kept beside, as `history_seconds`). With your
-own task (`--task`), the trials then train exactly what that run trained. Bad input (a run that
-does not exist, a CSV without a score column) is refused before any work.
+fixed settings) are what it trained. Its time is what the same settings cost here, so that
+both sides of every ratio are on one clock:
+
+* a run this tool trained on this machine kind, of the same task, its settings unchanged (no
+  `baseline_set`): its own recorded training time, which is this clock (the same loop, the
+  same warm-up before it, the same kind of machine). Timing its step instead read unet3d's
+  32-epoch baseline as 60 s where its run trained 84 s (docs/benchmarks.md#long-jobs-the-
+  race): a few steps in a tight loop miss part of what an epoch costs;
+* any other run: the baseline stage times its step on this machine for a few steps
+  (orchestrator/step_timing.py), and each epoch of its curve takes that; the recorded seconds,
+  from another machine or another day, are kept beside, as `history_seconds`.
+
+With your own task (`--task`), the trials then train exactly what that run trained. Bad input
+(a run that does not exist, a CSV without a score column) is refused before any work.
 """
 
 from __future__ import annotations
@@ -47,9 +55,22 @@ def load(baseline: str, tracking_uri: str) -> dict[str, Any]:
             raise ValueError(f"baseline {baseline!r}: give a run id, as runs:/RUN_ID")
         run = read_run(tracking_uri, run_id)
         return {"source": baseline, "curve": run.curve, "settings": _settings(run.params),
-                "seconds_from": run.seconds_from}
+                "seconds_from": run.seconds_from, "machine_kind": run.machine_kind,
+                "task": run.task}
     return {"source": str(Path(baseline).resolve()), "curve": _csv_curve(Path(baseline)),
-            "settings": {}, "seconds_from": "the CSV's seconds"}
+            "settings": {}, "seconds_from": "the CSV's seconds", "machine_kind": None,
+            "task": None}
+
+
+def same_clock(history: dict, machine_kind: str, task: str, baseline_set: dict | None
+               ) -> bool:
+    """Whether the run's recorded training time is this search's clock: this tool trained it
+    (its `train_time_s` per epoch) on this machine kind, with the same task (model, loss,
+    optimizer), and it is compared as it ran."""
+    from orchestrator.tracking.history import TIME
+
+    return history.get("machine_kind") == machine_kind and history.get("task") == task and \
+        history.get("seconds_from") == TIME and not baseline_set
 
 
 def _csv_curve(path: Path) -> list[list[float]]:
@@ -98,21 +119,28 @@ def config_of(history: dict, base: dict, own: dict) -> dict:
     return TrialConfig.from_dict(config).to_dict()
 
 
-def record(history: dict, config: dict, timed: dict, search: str, search_id: str) -> dict:
-    """The baseline's record (baseline.json) from its history and its step timed here
-    (a screen result: step_s, data_s, one_off_s, steps_per_epoch)."""
-    if timed.get("status") != TrialStatus.COMPLETED:
+def record(history: dict, config: dict, timed: dict | None, search: str, search_id: str
+           ) -> dict:
+    """The baseline's record (baseline.json) from its history and its step timed here (a
+    screen result: step_s, data_s, one_off_s, steps_per_epoch), or, `timed` None, its own
+    recorded seconds (`same_clock`)."""
+    if timed is None:
+        curve = [[int(e), float(s), float(t)] for e, s, t in history["curve"]]
+    elif timed.get("status") != TrialStatus.COMPLETED:
         raise RuntimeError(f"the baseline's settings could not be timed here "
                            f"({timed.get('status')}: {timed.get('reason')})")
-    per_epoch = timed["steps_per_epoch"] * (timed["step_s"] + timed.get("data_s", 0.0))
-    one_off = timed.get("one_off_s", 0.0)
-    curve = [[int(e), float(s), one_off + int(e) * per_epoch] for e, s, _ in history["curve"]]
+    else:
+        per_epoch = timed["steps_per_epoch"] * (timed["step_s"] + timed.get("data_s", 0.0))
+        one_off = timed.get("one_off_s", 0.0)
+        curve = [[int(e), float(s), one_off + int(e) * per_epoch]
+                 for e, s, _ in history["curve"]]
     epochs = curve[-1][0]
     return {"kind": "history", "source": history["source"], "config": config,
             "trial_id": history["source"], "status": str(TrialStatus.COMPLETED),
             "val_score": curve[-1][1],
-            "train_time_s": one_off + epochs * per_epoch, "full_run_s": None,
+            "train_time_s": curve[-1][2], "full_run_s": None,
             "epochs": epochs, "curve": curve, "history_seconds": history["curve"],
             "seconds_from": history["seconds_from"], "timed_here": timed,
+            "clock": "timed here" if timed is not None else "recorded",
             "noise_scale": math.nan, "noise": [], "losses": [], "first_use_s": None,
             "noise_s": 0.0, "parent_run_id": None, "search": search, "search_id": search_id}

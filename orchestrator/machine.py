@@ -57,6 +57,13 @@ def machine_kind(cpus_per_trial: int, gpu: str | None) -> str:
             f"trial | {gpu or 'no GPU'}")
 
 
+def plan_machine_kind(plan) -> str:
+    """The machine kind a search's trials run on, from its resource plan
+    (trainables/trial/resources.py)."""
+    gpu = (gpu_name() or "GPU") if plan.use_gpu else None
+    return machine_kind(plan.cpus_per_trial, gpu)
+
+
 def describe() -> str:
     """The CPU a figure is from, for benchmarks and docs."""
     cpu, bf16 = cpu_model()

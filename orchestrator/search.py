@@ -32,6 +32,7 @@ from orchestrator.errors import InputError, SearchFailed, write_traceback
 from orchestrator.finish import write_results
 from orchestrator.folder import SearchFolder, portable_spec
 from orchestrator.interrupt import Interrupts, SearchInterrupted, Stop
+from orchestrator.machine import plan_machine_kind
 from orchestrator.prepare import Prepared, describe_space, load_data, prepare, print_space
 from orchestrator.records import Role
 from orchestrator.result import SearchResult
@@ -139,6 +140,7 @@ class Search:
             params={"objective": self.objective.formula, "num_trials": spec.num_trials,
                     "epochs": spec.epochs, "data": prepared.data.source, "seed": spec.seed,
                     "strategy": spec.strategy, "task": self._task_name(),
+                    "machine_kind": plan_machine_kind(prepared.plan),
                     **self.strategy.params(self.ctx)},
             artifacts={"spec.yaml": yaml.safe_dump(spec.to_dict(), sort_keys=False),
                        "search_space.json": json.dumps(describe_space(prepared.searched),
@@ -177,7 +179,7 @@ class Search:
                 rec = done[-1] if done else self._train_baseline(config)
                 record = baselines.record_of(kind, config, rec, self.tracker.parent_run_id,
                                              str(self.folder.root), ctx.search_id)
-        elif history_baseline.is_history(kind):  # your run: its curve, its step timed here
+        elif history_baseline.is_history(kind):  # your run: its curve, on this clock
             record = self._history_baseline(kind)
         else:  # measured before: compare with it, do not run it again
             record = baselines.load_record(kind)
@@ -191,8 +193,11 @@ class Search:
         ctx, p = self.ctx, self.ctx.prepared
         history = history_baseline.load(source, self.spec.resolved_tracking_uri())
         config = history_baseline.config_of(history, p.base, self.spec.baseline_set)
-        (timed,) = run_screen([config], meta=p.data.meta(), n_train=len(p.data.x_train),
-                              datasets=ctx.datasets(), plan=p.plan, task=ctx.task())
+        timed = None
+        if not history_baseline.same_clock(history, plan_machine_kind(p.plan),
+                                           self._task_name(), self.spec.baseline_set):
+            (timed,) = run_screen([config], meta=p.data.meta(), n_train=len(p.data.x_train),
+                                  datasets=ctx.datasets(), plan=p.plan, task=ctx.task())
         return history_baseline.record(history, config, timed, str(self.folder.root),
                                        ctx.search_id)
 

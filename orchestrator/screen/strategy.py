@@ -81,14 +81,13 @@ class ScreenStrategy(Strategy):
     # -- what earlier searches left -----------------------------------------------------------
     def knowledge(self, ctx: StageContext) -> Knowledge:
         if self._knowledge is None:
-            from orchestrator.machine import gpu_name, machine_kind
+            from orchestrator.machine import plan_machine_kind
             from orchestrator.tracking.datasets import dataset_record
 
             p = ctx.prepared
-            gpu = (gpu_name() or "GPU") if p.plan.use_gpu else None
             self._knowledge = Knowledge.load(
                 ctx.spec.output_dir, model_identity(ctx.spec, p.base, p.data.meta()),
-                dataset_record(p.data).digest, machine_kind(p.plan.cpus_per_trial, gpu))
+                dataset_record(p.data).digest, plan_machine_kind(p.plan))
         return self._knowledge
 
     def header(self, ctx: StageContext) -> list[str]:

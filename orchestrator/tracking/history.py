@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 SCORE, TIME = "val_score", "train_time_s"
+PARENT, MACHINE_KIND, TASK = "mlflow.parentRunId", "machine_kind", "task"
 
 
 class RunNotFound(ValueError):
@@ -26,6 +27,11 @@ class RecordedRun:
     """[epoch, val_score, seconds] of every epoch that logged a score."""
     seconds_from: str
     """Where the seconds come from: the run's `train_time_s`, or its wall clock."""
+    machine_kind: str | None = None
+    """The machine kind its search ran on, where this tool recorded it (the parent run's
+    `machine_kind` param); None for a run of your own."""
+    task: str | None = None
+    """What its search trained (the parent run's `task` param), where this tool recorded it."""
 
 
 def read_run(tracking_uri: str, run_id: str) -> RecordedRun:
@@ -52,5 +58,12 @@ def read_run(tracking_uri: str, run_id: str) -> RecordedRun:
     start = run.info.start_time
     curve = [[epoch, float(m.value), float(times[epoch]) if epoch in times else
               (m.timestamp - start) / 1000.0] for epoch, m in sorted(scores.items())]
+    search: dict[str, str] = {}
+    if run.data.tags.get(PARENT):
+        try:
+            search = client.get_run(run.data.tags[PARENT]).data.params
+        except mlflow.exceptions.MlflowException:
+            pass  # its search's run is gone: the run alone says nothing of its machine
     return RecordedRun(run_id, dict(run.data.params), curve,
-                       TIME if len(times) >= len(scores) else "the run's wall clock")
+                       TIME if len(times) >= len(scores) else "the run's wall clock",
+                       search.get(MACHINE_KIND), search.get(TASK))

@@ -97,8 +97,10 @@ def test_a_repeated_search_trains_nothing_and_hands_over_the_same_answer(first):
 
 def test_a_baseline_from_history_trains_no_baseline(first, tmp_path):
     """`--baseline runs:/RUN_ID` (a run an earlier search recorded in MLflow) and a CSV of
-    epoch, seconds, score: the search trains no baseline, times its step here, and compares
-    on that clock (issue 41). In a folder of their own: nothing known of their model."""
+    epoch, seconds, score: the search trains no baseline and compares on this machine's clock:
+    the run's own training time where this tool recorded it on this machine kind, its step
+    timed here for the CSV (issue 41). In a folder of their own: nothing known of their
+    model."""
     from mlflow.tracking import MlflowClient
 
     store, data, first, _ = first
@@ -109,16 +111,22 @@ def test_a_baseline_from_history_trains_no_baseline(first, tmp_path):
     csv = tmp_path / "today.csv"
     csv.write_text("epoch,seconds,score\n" + "".join(
         f"{e},{t},{s}\n" for e, s, t in first.baseline["curve"]))
-    for name, baseline in (("from-mlflow", f"runs:/{run.info.run_id}"), ("from-csv", str(csv))):
-        spec = _spec(tmp_path, data, other, name)  # another model: nothing known of it
+    # The run's own model (its folder here holds nothing of it), then another model for the CSV.
+    for name, baseline, model in (("from-mlflow", f"runs:/{run.info.run_id}", small),
+                                  ("from-csv", str(csv), other)):
+        spec = _spec(tmp_path, data, model, name)
         spec.baseline, spec.num_trials = baseline, 1
         spec.tracking_uri = f"sqlite:///{store / 'mlflow.db'}"  # where its run is
         out = io.StringIO()
         result = run_search(spec, out=out)
         printed = out.getvalue()
         assert "[baseline" not in printed, printed  # not trained again
-        assert "its step timed here" in printed
         record = result.baseline
+        if name == "from-mlflow":  # this tool's run of this task here: its clock is ours
+            assert "its recorded training time" in printed, printed
+            assert record["train_time_s"] == pytest.approx(first.baseline["train_time_s"])
+        else:  # a CSV says nothing of its machine: its step is timed here
+            assert "its step timed here" in printed, printed
         assert record["kind"] == "history" and record["val_score"] == first.baseline["val_score"]
         assert [e for e, _, _ in record["curve"]] == [e for e, _, _ in first.baseline["curve"]]
         assert record["train_time_s"] > 0 and result.economics["baseline_s"] == \

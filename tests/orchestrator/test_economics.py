@@ -180,3 +180,24 @@ def test_the_race_reads_a_contenders_best_so_far_as_it_reads_the_baselines():
     # A dip at epoch 3 says no more than the best before it: both sides are envelopes.
     assert told([0.5, 0.6, 0.45, 0.7]) == told([0.5, 0.6, 0.6, 0.7])
     assert told([0.5, 0.6, 0.45, 0.7]) != told([0.5, 0.6, 0.65, 0.7])
+
+
+def test_a_run_from_history_is_on_this_clock_only_as_this_tool_recorded_it_here():
+    from orchestrator.history_baseline import record, same_clock
+
+    curve = [[1, 0.6, 10.0], [2, 0.8, 19.0]]
+    ours = {"source": "runs:/r", "curve": curve, "settings": {}, "seconds_from": "train_time_s",
+            "machine_kind": "here", "task": "built-in classifier"}
+    assert same_clock(ours, "here", "built-in classifier", {})
+    assert not same_clock(ours, "an H100", "built-in classifier", {})  # another machine kind
+    assert not same_clock(ours, "here", "your task", {})  # another model or loss
+    assert not same_clock(ours, "here", "built-in classifier", {"batch_size": 100})
+    assert not same_clock({**ours, "seconds_from": "the run's wall clock"}, "here",
+                          "built-in classifier", {})
+    assert not same_clock({**ours, "machine_kind": None, "task": None}, "here",
+                          "built-in classifier", {})  # your own run, or a CSV: timed here
+    kept = record(ours, {}, None, "folder", "id")
+    assert kept["train_time_s"] == 19.0 and kept["curve"] == curve and kept["clock"] == "recorded"
+    timed = record(ours, {}, {"status": "completed", "steps_per_epoch": 10, "step_s": 0.5,
+                              "one_off_s": 1.0}, "folder", "id")
+    assert timed["train_time_s"] == pytest.approx(1.0 + 2 * 5.0) and timed["clock"] == "timed here"

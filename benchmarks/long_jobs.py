@@ -86,8 +86,9 @@ def one_length(workload: str, epochs: int, args, longest: bool) -> dict:
         "found_epochs": [e["found_epochs"] for e in econ],
         "confirmations": [len(trials(result)) for result in rows],
         # Which searches trained a baseline: the first; the others took it recorded.
-        "trained_a_baseline": [result.baseline.get("search") == result.output_dir
-                               for result in rows],
+        # (A baseline from history is this search's record, but nothing trained it.)
+        "trained_a_baseline": [result.baseline.get("search") == result.output_dir and
+                               result.baseline.get("kind") != "history" for result in rows],
         "from_history": [result.baseline.get("kind") == "history" for result in rows],
         "reference_speedup": reference["speedup"],
         "reference_search_cost_baseline_runs": reference["search_cost_baseline_runs"],

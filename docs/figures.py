@@ -95,12 +95,14 @@ def today() -> str:
                 f"{'/'.join(map(str, counts))} race search(es) a length (the issue asks 3); "
                 f"each row's own time in its last column.",
                 "", "| workload | full epochs | search cost (baseline runs) | "
-                "payback (runs) | speedup (x) | full confirmation: speedup (x), cost | measured |",
-                "|---|---|---|---|---|---|---|"]
+                "payback (runs) | answers | speedup (x) | full confirmation: speedup (x), cost |"
+                " measured |", "|---|---|---|---|---|---|---|---|"]
         for name, lengths in long_jobs["workloads"].items():
-            for n, row in lengths.items():
+            for n, row in sorted(lengths.items(), key=lambda item: int(item[0])):
+                found = row["speedup"]
                 out.append(f"| {name} | {n} | {_median(row['search_cost_baseline_runs'])} | "
                            f"{_median(row['payback_runs'], '{:.1f}')} | "
+                           f"{found['n']} of {len(found['values'])} | "
                            f"{_median(row['speedup'])} | "
                            f"{_median(row['reference_speedup'])}, "
                            f"{_median(row.get('reference_search_cost_baseline_runs'))} | "

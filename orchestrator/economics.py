@@ -100,16 +100,16 @@ def compute(*, baseline: dict, target: float, measured: dict | None, cost_s: flo
     their knobs)."""
     base_s = float(baseline["train_time_s"])
     base_at = first_at(baseline.get("curve") or [], target)
-    answer = key_without(measured["config"], SPEED_ONLY | {"epochs"}) if measured else None
-    losers_s = sum(float(r.metrics.get("train_time_s") or 0.0) for r in confirmations
+    answer = _key(measured["config"]) if measured else None
+    losers_s = sum(float(r.metrics["train_time_s"]) for r in confirmations
                    if _run(base, r) != answer and _finite(r.metrics.get("train_time_s")))
     told = _measured_runs(measured)  # a decided contender's run -> its time to the target
-    outcome = {r.trial_id: told.get(_run(base, r), None) if r.status == TrialStatus.DECIDED
+    outcome = {r.trial_id: told.get(_run(base, r)) if r.status == TrialStatus.DECIDED
                else (r.time_to_target_s if r.reached else math.inf) for r in confirmations}
     confirmations = [r for r in confirmations if outcome[r.trial_id] is not None]
     hits = [r for r in confirmations if math.isfinite(outcome[r.trial_id])]
-    errors = [abs(_prediction_error(r, outcome[r.trial_id])) for r in hits
-              if _finite(_prediction_error(r, outcome[r.trial_id]))]
+    errors = [abs(e) for e in (_prediction_error(r, outcome[r.trial_id]) for r in hits)
+              if _finite(e)]
     started = [abs(r.metrics["start_prediction_error"]) for r in hits
                if _finite(r.metrics.get("start_prediction_error"))]
     found_s = float(measured["train_time_s"]) if measured and measured["reached"] else None
@@ -183,7 +183,11 @@ def lines(e: Economics, baseline: dict, errors: list[dict]) -> list[str]:
 def _run(base: dict | None, rec: TrialRecord) -> str:
     """What a configuration trains, every setting resolved, its length and speed switches
     aside."""
-    config = TrialConfig.from_dict({**(base or {}), **rec.knobs}).to_dict()
+    return _key(TrialConfig.from_dict({**(base or {}), **rec.knobs}).to_dict())
+
+
+def _key(config: dict) -> str:
+    """A resolved configuration's run, its length and speed switches aside."""
     return key_without(config, SPEED_ONLY | {"epochs"})
 
 
@@ -192,7 +196,7 @@ def _measured_runs(measured: dict | None) -> dict[str, float]:
     over (inf: no attempt reached it)."""
     out: dict[str, float] = {}
     for attempt in (measured or {}).get("attempts", []):
-        key = key_without(attempt["config"], SPEED_ONLY | {"epochs"})
+        key = _key(attempt["config"])
         at = attempt.get("time_to_target_s") if attempt["reached"] else None
         out[key] = min(out.get(key, math.inf), float(at) if at is not None else math.inf)
     return out

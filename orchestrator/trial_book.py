@@ -234,7 +234,7 @@ class TrialBook(Callback):
         rec.metrics.update(prediction_metrics(rec))
         told = self.evidence.expectation(trial_id)
         if told is not None and status == TrialStatus.DECIDED:  # what the race expects of it
-            rec.metrics.update(zip(EXPECTED, (*told[:3], float(told[3]), float(told[4]))))
+            rec.metrics.update(zip(EXPECTED, map(float, told)))
         detail = f" ({reason})" if reason else ""
         self._print(f"{self._label(rec)} {status} after {rec.wall_s:.1f}s wall{detail}")
         self.tracker.end_trial(rec.trial_id, status, rec.metrics, reason,

@@ -10,12 +10,19 @@ stopper would have asked it: where it decides, its expected interval is set agai
 real first epoch at the target. Printed and written beside the input: per run, where the race
 would have stopped it and why, whether the real time fell in its interval, and whether a run
 it called short of the target reached it after all (a false "short").
+
+`--decide-at F ...` replays the same runs with the race deciding by each fraction F of a
+contender's schedule (race.DECIDE_AT): how often the interval holds the real time, how far the
+expected time is from it, and whether the chance to reach still tells the runs that missed from
+those that reached. What the race spends on each contender is that fraction of its plan.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
+import statistics
 import sys
 from pathlib import Path
 
@@ -23,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from orchestrator.curves import first_at  # noqa: E402
 from orchestrator.evidence import Evidence  # noqa: E402
+from orchestrator.screen import race  # noqa: E402
 from orchestrator.screen.race import RaceRule  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -38,17 +46,18 @@ def replay(run: dict, baseline_curve: list, target: float) -> dict:
                                "val_epoch": epoch, "train_time_s": seconds})
         if decided is None:
             continue
-        low, mid, high, *_ = rule.evidence.expectation("run")
+        low, mid, high, _, reach = rule.evidence.expectation("run")
         actual = truth.seconds if truth else math.inf
         return {"at_epoch": int(epoch), "of": planned, "status": str(decided[0]),
-                "reason": decided[1], "expected": [low, mid, high], "actual_s": actual,
+                "reason": decided[1], "expected": [low, mid, high], "reach": reach,
+                "actual_s": actual,
                 "covered": low <= actual <= high,
                 "false_short": "short" in decided[1] and truth is not None}
     return {"at_epoch": None, "of": planned, "actual_s": truth.seconds if truth else None}
 
 
-def main(path: Path) -> None:
-    headline = json.loads(path.read_text())
+def replays(headline: dict) -> dict:
+    """Every workload's runs replayed at the race's current decision point."""
     out = {}
     for workload, r in headline["workloads"].items():
         rows = [replay(run, r["baseline_curve"], r["target"]) | {"knobs": run["knobs"]}
@@ -57,16 +66,56 @@ def main(path: Path) -> None:
         out[workload] = {"runs": rows, "judged": len(judged),
                          "covered": sum(x["covered"] for x in judged),
                          "false_short": sum(x["false_short"] for x in judged)}
+    return out
+
+
+def summary(out: dict) -> dict:
+    """Over all workloads' decided runs: the interval's coverage, the expected time's error on
+    the runs that reached, and the chance to reach of the runs that reached and that missed."""
+    judged = [x for w in out.values() for x in w["runs"] if x.get("at_epoch")]
+    reached = [x for x in judged if math.isfinite(x["actual_s"])]
+    errors = [abs(x["expected"][1] - x["actual_s"]) / x["actual_s"] for x in reached
+              if math.isfinite(x["expected"][1])]
+    return {"judged": len(judged), "covered": sum(x["covered"] for x in judged),
+            "median_error": statistics.median(errors) if errors else None,
+            "reach_of_reached": sorted(round(x["reach"], 2) for x in reached),
+            "reach_of_missed": sorted(round(x["reach"], 2) for x in judged
+                                      if not math.isfinite(x["actual_s"])),
+            "fraction_of_plan": statistics.median(x["at_epoch"] / x["of"] for x in judged)
+            if judged else None}
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("headline", nargs="?", default=str(RESULTS / "headline.json"))
+    ap.add_argument("--decide-at", nargs="+", type=float, default=[],
+                    help="also replay with the race deciding by these fractions of a schedule")
+    args = ap.parse_args(argv)
+    path = Path(args.headline)
+    headline = json.loads(path.read_text())
+    out = replays(headline)
+    for workload in out:
+        rows = out[workload]["runs"]
+        judged = [x for x in rows if x.get("at_epoch")]
         print(f"{workload}: {len(judged)} of {len(rows)} runs decided by the race; real time "
               f"in its interval for {out[workload]['covered']}; false 'short': "
               f"{out[workload]['false_short']}")
         for x in rows:
             print(f"  {x['knobs']}: {x.get('status')} at epoch {x['at_epoch']} of {x['of']}: "
                   f"expected {x.get('expected')}, real {x['actual_s']}")
-    target = RESULTS / "race_calibration.json"
+    sweep, chosen = {}, race.DECIDE_AT
+    try:
+        for fraction in args.decide_at:
+            race.DECIDE_AT = fraction
+            sweep[str(fraction)] = summary(replays(headline))
+            print(f"deciding by {fraction:.0%} of a schedule: {sweep[str(fraction)]}")
+    finally:
+        race.DECIDE_AT = chosen
+    out["decide_at"] = {"chosen": chosen, "now": summary(out), "sweep": sweep}
+    target = path.parent / "race_calibration.json"
     target.write_text(json.dumps(out, indent=2, default=str))
     print(f"results: {target}")
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]) if len(sys.argv) > 1 else RESULTS / "headline.json")
+    main()

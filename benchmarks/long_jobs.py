@@ -34,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from runs import RESULTS, economics, machine, spread, trials, wait_idle  # noqa: E402
 
 from orchestrator import SearchSpec, run_search  # noqa: E402
+from orchestrator.screen import race  # noqa: E402
 
 SPACE = "compact"
 LENGTHS = {"unet3d": [8, 32, 128], "classifier": [15, 60]}
@@ -84,6 +85,9 @@ def one_length(workload: str, epochs: int, args, longest: bool) -> dict:
         "hit_rate": spread([e["hit_rate"] for e in econ]),
         "prediction_error": spread([e["prediction_error"] for e in econ]),
         "found_epochs": [e["found_epochs"] for e in econ],
+        "stage_s": [e.get("stage_s") for e in econ],
+        # The race's decision point these searches ran with (orchestrator/screen/race.py).
+        "decide_at": race.DECIDE_AT,
         "confirmations": [len(trials(result)) for result in rows],
         # Which searches trained a baseline: the first; the others took it recorded.
         # (A baseline from history is this search's record, but nothing trained it.)
@@ -94,6 +98,7 @@ def one_length(workload: str, epochs: int, args, longest: bool) -> dict:
         "reference_search_cost_baseline_runs": reference["search_cost_baseline_runs"],
         "reference_payback_runs": reference["payback_runs"],
         "reference_found_epochs": reference["found_epochs"],
+        "reference_stage_s": reference.get("stage_s"),
         "measured": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "vs_reference": (spread([e["speedup"] for e in econ])["median"] / reference["speedup"])
         if reference["speedup"] and spread([e["speedup"] for e in econ])["median"] else None,

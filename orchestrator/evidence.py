@@ -6,12 +6,14 @@ ended. All three read one `Evidence`; it changes only through its named methods 
 `missed`, `stopped`, `earlier_reached`, ...), never by writing its fields from outside, so a
 live search, a resumed one and one that learns from earlier searches agree on what is known.
 
-    best so far   the fastest time to the target any trial (or earlier search) reached
+    best so far   the fastest time to the target any trial (or earlier search) reached,
+                  or (the race) a decided contender likely to reach it reaches it by
     reached       trials that reached the target, their time to it and their configuration
     missed        trials that learned too little, and by how much they fell short
     stopped       the status and reason of each trial a decision ended
     twins         the earliest epoch each run can reach the target at, by its decided twins
-    doubts        the model values (width 0.5, patch 16) that missed and never reached
+    doubts        the model values (width 0.5, patch 16) that missed, or that the race
+                  expects to end short, and never reached
     calibration   measured over predicted time to the target, of what reached it
 
 Twins are configurations that train the same run but for their precision and speed switches
@@ -35,6 +37,12 @@ from trainables.status import TrialStatus
 
 # Twins' curves differ by rounding: one may reach the target this many epochs before the other.
 TWIN_MARGIN = 1
+# A contender the race decided with a lesser chance to reach the target than this is expected to
+# end short of it (its expected ratio does not get there): it bounds no other's time, and its
+# model's values are doubted as a miss's are. Deciding by 25% of a schedule, the classifier's
+# width-0.5 contenders were decided at 0.27-0.46 and every one ended 4-7 points short; untaught,
+# all four confirmations of three searches went to that model (docs/benchmarks.md).
+LIKELY = 0.5
 
 
 class Evidence:
@@ -52,6 +60,7 @@ class Evidence:
         self._expected: dict[str, float] = {}  # trial -> its predicted time to the target
         self._told: dict[str, tuple[float, float, float, int, float]] = {}  # the race's
         self._earlier_told: list[float] = []  # earlier searches' decided pessimistic times
+        self._unlikely: list[dict] = []  # decided, but expected to end short of the target
         self._ratios: list[float] = []  # measured / predicted of earlier searches' results
 
     # -- what trials say -------------------------------------------------------------------
@@ -85,6 +94,11 @@ class Evidence:
         at, and how likely it reaches it at all."""
         self._told[trial_id] = (low_s, mid_s, high_s, epoch, reach)
 
+    def unlikely(self, config: dict) -> None:
+        """A contender decided with less than a `LIKELY` chance to reach the target: it may
+        still be measured, but its model's values are doubted (`doubts`)."""
+        self._unlikely.append(dict(config))
+
     def learn_twin(self, config: dict, epoch: int, reached: bool) -> None:
         """A decided trial's run reached the target at `epoch` (`reached`), or had not by it."""
         earliest = epoch - TWIN_MARGIN if reached else epoch + 1 - TWIN_MARGIN
@@ -103,8 +117,12 @@ class Evidence:
         if ratio is not None and ratio > 0:
             self._ratios.append(ratio)
 
-    def earlier_expected(self, config: dict, high_s: float) -> None:
-        """A contender an earlier search's race decided: it reaches the target by `high_s`."""
+    def earlier_expected(self, config: dict, high_s: float, reach: float = 1.0) -> None:
+        """A contender an earlier search's race decided: it reaches the target by `high_s`,
+        with a `reach` chance (an unlikely one bounds nothing, and is doubted)."""
+        if reach < LIKELY:
+            self.unlikely(config)
+            return
         self._held.append(dict(config))
         self._earlier_told.append(float(high_s))
 
@@ -121,8 +139,8 @@ class Evidence:
         """The fastest time to the target known for sure: measured, or a decided contender's
         pessimistic bound (`besides`: a contender's own does not count against it)."""
         told = [t[2] for trial, t in self._told.items()
-                if trial != besides
-                 and self._stopped.get(trial, (None,))[0] == TrialStatus.DECIDED]
+                if trial != besides and t[4] >= LIKELY
+                and self._stopped.get(trial, (None,))[0] == TrialStatus.DECIDED]
         bounds = [b for b in [self._best_s, *told, *self._earlier_told] if b is not None]
         return min(bounds) if bounds else None
 
@@ -167,7 +185,8 @@ class Evidence:
         which reached the target holds: the value that keeps missing is likely what learns
         too little (thinner models and smaller patches trade accuracy for speed)."""
         held = set().union(*(pairs(c, knobs) for c in self.reached_configs(baseline=True)))
-        return set().union(*(pairs(c, knobs) for c, _ in self.misses())) - held
+        doubted = [c for c, _ in self.misses()] + self._unlikely
+        return set().union(*(pairs(c, knobs) for c in doubted)) - held
 
     def calibration(self) -> float:
         """Measured over predicted time to the target (median; 1 before any measurement)."""

@@ -38,6 +38,12 @@ MEASURED_AT_MOST = 2
 # A decided contender's chance to reach the target counts down to this at least (the race cuts
 # those below ~0.2 as short: orchestrator/screen/race.py SHORT_AT).
 LEAST_REACH = 0.05
+# About this many validations a measured run, at most: its first epoch at the target is known to
+# 1/32 of its run (late by that at worst: its speedup to the same target errs low, never high),
+# and whether it ends at the target exactly (its last epoch always validates). Validating every
+# epoch cost unet3d's 214-epoch answer 46 s of wall time beside its 59 s of training
+# (docs/benchmarks.md): most of its measure stage, and a third of that search's cost.
+MEASURE_POINTS = 32
 
 
 def ranked(ctx: StageContext, strategy) -> list[TrialRecord]:
@@ -129,9 +135,17 @@ def _as_confirmed(ctx: StageContext, rec: TrialRecord, config: dict, planned: in
     return {**_measurement(ctx, rec, config), "confirmation": True}
 
 
+def validation_cadence(config: dict) -> dict:
+    """A measured run validates every k-th epoch (and its last): about MEASURE_POINTS times
+    (validation changes nothing it learns: trainables/config.py SPEED_ONLY)."""
+    every = round(int(config["epochs"]) / MEASURE_POINTS)
+    return {"val_every": max(int(config.get("val_every") or 1), every)}
+
+
 def _train(ctx: StageContext, config: dict, winner_rec: TrialRecord) -> dict:
     """Train `config` once, to its end (no stopper: its whole run is the measurement)."""
-    base = {**config, **validation_gate(ctx.baseline, ctx.objective.target)}
+    base = {**config, **validation_gate(ctx.baseline, ctx.objective.target),
+            **validation_cadence(config)}
     shown = {k: config[k] for k in [*winner_rec.knobs, *winner_rec.picks, "epochs"]
              if k in config}
     done = [r for r in ctx.book.finished(Role.MEASURED) if r.knobs == shown]

@@ -170,7 +170,8 @@ def settle(predictions: list[predictor.Prediction], knowledge: Knowledge, eviden
         if earlier.get("expected_s") is not None:  # an earlier race decided it
             knobs = {k: earlier["knobs"][k] for k in knobs_of(pred) if k in earlier["knobs"]}
             out.earlier.append(earlier_record(earlier, knobs))
-            evidence.earlier_expected(knobs, earlier.get("expected_high_s") or math.inf)
+            evidence.earlier_expected(knobs, earlier.get("expected_high_s") or math.inf,
+                                      float(earlier.get("expected_reach") or 1.0))
         elif earlier.get("time_to_target_s") is not None:
             # As it ran: the same run, but the switches are the earlier trial's.
             knobs = {k: earlier["knobs"][k] for k in knobs_of(pred) if k in earlier["knobs"]}
@@ -193,7 +194,8 @@ def teach_finished(evidence: Evidence, done: list[TrialRecord], target: float) -
         if rec.short_by is not None:
             evidence.earlier_missed(rec.knobs, rec.short_by)
         if rec.status == TrialStatus.DECIDED and rec.expected_s is not None:
-            evidence.earlier_expected(rec.knobs, rec.metrics.get("expected_high_s", math.inf))
+            evidence.earlier_expected(rec.knobs, rec.metrics.get("expected_high_s", math.inf),
+                                      rec.reach)
         if rec.reached and traits(rec.status).rankable:
             predicted = (rec.prediction or {}).get("predicted_time_s")
             evidence.earlier_reached(rec.knobs, rec.time_to_target_s,

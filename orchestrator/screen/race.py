@@ -29,6 +29,9 @@ contender trains until its learning curve tells its time to the target well enou
   its plan's end where its expected ratio ends short but its optimistic one does not: a
   target within the tolerance of the baseline's final score is reached, if at all, as the lr
   anneals). Nothing is judged before `RUNG` of its schedule and `POINTS` validated points.
+  One decided as less likely than not to reach the target (its expected ratio ends short) is
+  measured only after likelier ones, bounds no other, and sends the next confirmations to
+  other models (orchestrator/evidence.py `LIKELY`).
 
 The fastest expected is the answer, and only it trains to the target: the measure stage trains
 it as it is handed over (orchestrator/measure.py), for the epochs its expected ratio needs (its
@@ -49,7 +52,7 @@ import math
 import statistics
 from dataclasses import dataclass
 
-from orchestrator.evidence import Evidence
+from orchestrator.evidence import LIKELY, Evidence
 from trainables.loop.state import validated
 from trainables.status import TrialStatus
 
@@ -238,6 +241,8 @@ class RaceRule:
                     f"reaches it by {bar:.1f} s")
         told = found.high_s <= TOLD * found.low_s and found.margin >= SHORT_AT
         if told or progress >= DECIDE_AT:
+            if found.reach < LIKELY and isinstance(result.get("config"), dict):
+                self.evidence.unlikely(result["config"])  # the next goes to another model
             return (TrialStatus.DECIDED,
                     f"decided at {progress:.0%} of its schedule: expected at the target in "
                     f"{mid:.1f} s ({found.low_s:.1f}-{found.high_s:.1f} s; its error "

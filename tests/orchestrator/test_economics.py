@@ -8,11 +8,13 @@ import math
 import pytest
 
 from orchestrator.economics import compute, lines
-from orchestrator.evidence import Evidence
-from orchestrator.measure import attempts
+from orchestrator.evidence import LIKELY, Evidence
+from orchestrator.measure import attempts, validation_cadence
 from orchestrator.records import TrialRecord
+from orchestrator.screen.confirm import Confirmations
 from orchestrator.screen.race import DECIDE_AT, BaselineCurve, RaceRule, expect
 from trainables.config import TrialConfig
+from trainables.loop.fit import validates
 from trainables.status import TrialStatus
 
 # Baseline: 10 epochs of 10 s, S = 0.80; the target 0.79 first at epoch 8 (80 s).
@@ -76,6 +78,15 @@ def test_the_answer_is_measured_where_it_first_reached_then_halfway_then_whole()
     assert attempts(12, 12) == [12] and attempts(11, 12) == [11, 12]
 
 
+def test_a_long_measured_run_validates_about_32_times_and_at_its_end():
+    assert validation_cadence({"epochs": 26}) == {"val_every": 1}  # every epoch, as before
+    assert validation_cadence({"epochs": 214})["val_every"] == 7
+    assert validation_cadence({"epochs": 214, "val_every": 10}) == {"val_every": 10}
+    cfg = TrialConfig.from_dict({"epochs": 214, **validation_cadence({"epochs": 214})})
+    checked = [e for e in range(1, 215) if validates(cfg, e, 0.0)]
+    assert len(checked) == 31 and checked[-1] == 214  # 7, 14, ..., 210 and the last
+
+
 def test_the_race_expects_a_contender_that_learns_as_the_baseline_where_the_baseline_got_there():
     curve = BaselineCurve(BASELINE["curve"])
     like = [(e / 10, s) for e, s, _ in BASELINE["curve"][:4]]  # its first 40%, exactly
@@ -117,6 +128,28 @@ def test_the_race_decides_cuts_a_loser_and_teaches_the_evidence():
     epoch, (status, reason) = run("flat", [0.2, 0.2, 0.2, 0.2])
     assert status == TrialStatus.PRUNED and "short of the target" in reason
     assert evidence.shortfall("flat") > 0
+
+
+def test_one_decided_as_unlikely_to_reach_sends_the_next_confirmation_to_another_model():
+    """Deciding by a quarter of a schedule, a contender behind the baseline is rarely cut as
+    short (its reach is 0.3-0.45, not below 0.2): it is decided. Its model is doubted, so the
+    next confirmation goes to a model without its values, and its plan's end bounds no other's
+    time. Otherwise all four of the classifier's confirmations went to width 0.5, and missed."""
+    evidence = Evidence()
+    rule = RaceRule(BASELINE, 0.79, evidence)
+    thin, thin_smaller, wide = ({"width": 0.5, "batch_size": 8}, {"width": 0.5, "batch_size": 4},
+                                {"width": 1.0, "batch_size": 8})
+    searcher = Confirmations([thin, thin_smaller, wide], [4.0, 5.0, 6.0], evidence)
+    assert searcher.suggest("a") == thin
+    for e, score in enumerate([0.4, 0.5, 0.55], 1):  # ~1.25x the baseline's error
+        out = rule("a", {"epoch": e, "epochs_planned": 10, "train_time_s": 2.0 * e,
+                         "val_score": score, "val_epoch": e, "config": thin})
+    status, reason = out
+    evidence.stopped("a", status, reason)
+    *_, reach = evidence.expectation("a")
+    assert status == TrialStatus.DECIDED and 0.2 < reach < LIKELY
+    assert evidence.best_bound() is None  # it may well not get there: it bounds nothing
+    assert searcher.suggest("b") == wide  # not the same thin model at a smaller batch
 
 
 def test_a_decided_hit_has_a_prediction_error_against_its_measured_run():

@@ -41,8 +41,8 @@ LEAST_REACH = 0.05
 # About this many validations a measured run, at most: its first epoch at the target is known to
 # 1/32 of its run (late by that at worst: its speedup to the same target errs low, never high),
 # and whether it ends at the target exactly (its last epoch always validates). Validating every
-# epoch cost unet3d's 214-epoch answer 46 s of wall time beside its 59 s of training
-# (docs/benchmarks.md): most of its measure stage, and a third of that search's cost.
+# epoch once past the loss gate, unet3d's 214-epoch answer took 105 s of wall time for 59 s of
+# training (docs/benchmarks.md): half of that search's cost.
 MEASURE_POINTS = 32
 
 

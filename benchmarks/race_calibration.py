@@ -31,14 +31,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from orchestrator.curves import first_at  # noqa: E402
 from orchestrator.evidence import Evidence  # noqa: E402
 from orchestrator.screen import race  # noqa: E402
-from orchestrator.screen.race import RaceRule  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
-def replay(run: dict, baseline_curve: list, target: float) -> dict:
+def replay(run: dict, baseline_curve: list, target: float, decide_at: float) -> dict:
     """The race's first decision on `run` (its curve, its plan), and the truth."""
-    rule = RaceRule({"curve": baseline_curve}, target, Evidence())
+    rule = race.RaceRule({"curve": baseline_curve}, target, Evidence(), decide_at)
     planned = int(run["epochs"])
     truth = first_at(run["curve"], target)
     for epoch, score, seconds in run["curve"]:
@@ -56,11 +55,11 @@ def replay(run: dict, baseline_curve: list, target: float) -> dict:
     return {"at_epoch": None, "of": planned, "actual_s": truth.seconds if truth else None}
 
 
-def replays(headline: dict) -> dict:
-    """Every workload's runs replayed at the race's current decision point."""
+def replays(headline: dict, decide_at: float = race.DECIDE_AT) -> dict:
+    """Every workload's runs replayed with the race deciding by `decide_at` of a schedule."""
     out = {}
     for workload, r in headline["workloads"].items():
-        rows = [replay(run, r["baseline_curve"], r["target"]) | {"knobs": run["knobs"]}
+        rows = [replay(run, r["baseline_curve"], r["target"], decide_at) | {"knobs": run["knobs"]}
                 for run in r.get("cut_retrains", [])]
         judged = [x for x in rows if x.get("at_epoch")]
         out[workload] = {"runs": rows, "judged": len(judged),
@@ -96,22 +95,17 @@ def main(argv=None) -> None:
     out = replays(headline)
     for workload in out:
         rows = out[workload]["runs"]
-        judged = [x for x in rows if x.get("at_epoch")]
-        print(f"{workload}: {len(judged)} of {len(rows)} runs decided by the race; real time "
+        print(f"{workload}: {out[workload]['judged']} of {len(rows)} runs decided by the race; "
+              f"real time "
               f"in its interval for {out[workload]['covered']}; false 'short': "
               f"{out[workload]['false_short']}")
         for x in rows:
             print(f"  {x['knobs']}: {x.get('status')} at epoch {x['at_epoch']} of {x['of']}: "
                   f"expected {x.get('expected')}, real {x['actual_s']}")
-    sweep, chosen = {}, race.DECIDE_AT
-    try:
-        for fraction in args.decide_at:
-            race.DECIDE_AT = fraction
-            sweep[str(fraction)] = summary(replays(headline))
-            print(f"deciding by {fraction:.0%} of a schedule: {sweep[str(fraction)]}")
-    finally:
-        race.DECIDE_AT = chosen
-    out["decide_at"] = {"chosen": chosen, "now": summary(out), "sweep": sweep}
+    sweep = {str(f): summary(replays(headline, f)) for f in args.decide_at}
+    for fraction, found in sweep.items():
+        print(f"deciding by {float(fraction):.0%} of a schedule: {found}")
+    out["decide_at"] = {"chosen": race.DECIDE_AT, "now": summary(out), "sweep": sweep}
     target = path.parent / "race_calibration.json"
     target.write_text(json.dumps(out, indent=2, default=str))
     print(f"results: {target}")

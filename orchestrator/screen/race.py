@@ -200,9 +200,10 @@ class RaceRule:
     """The stopper's race rule for one search (orchestrator/stopper.py calls it on every
     report of a running contender); what it expects goes to the evidence."""
 
-    def __init__(self, baseline: dict, target: float, evidence: Evidence):
+    def __init__(self, baseline: dict, target: float, evidence: Evidence,
+                 decide_at: float = DECIDE_AT):
         self.curve = BaselineCurve(baseline["curve"])
-        self.target, self.evidence = target, evidence
+        self.target, self.evidence, self.decide_at = target, evidence, decide_at
         self._points: dict[str, list[tuple[float, float]]] = {}
         self._first: dict[str, tuple[int, float]] = {}
 
@@ -224,7 +225,7 @@ class RaceRule:
         if found is None:
             return None
         progress = epoch / planned
-        if math.isinf(found.low_s) or (progress >= DECIDE_AT and found.margin < SHORT_AT):
+        if math.isinf(found.low_s) or (progress >= self.decide_at and found.margin < SHORT_AT):
             self.evidence.expected(trial_id, found.low_s, found.mid_s, found.high_s,
                                    found.epoch, found.reach)
             return self._short(trial_id, result, found)
@@ -240,7 +241,7 @@ class RaceRule:
                     f"error {found.ratio:.2f}x the baseline's at equal progress), another "
                     f"reaches it by {bar:.1f} s")
         told = found.high_s <= TOLD * found.low_s and found.margin >= SHORT_AT
-        if told or progress >= DECIDE_AT:
+        if told or progress >= self.decide_at:
             if found.reach < LIKELY and isinstance(result.get("config"), dict):
                 self.evidence.unlikely(result["config"])  # the next goes to another model
             return (TrialStatus.DECIDED,

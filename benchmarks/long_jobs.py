@@ -100,17 +100,20 @@ def one_length(workload: str, epochs: int, args, longest: bool) -> dict:
         "reference_found_epochs": reference["found_epochs"],
         "reference_stage_s": reference.get("stage_s"),
         "measured": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "machine": machine(),
         "vs_reference": (spread([e["speedup"] for e in econ])["median"] / reference["speedup"])
         if reference["speedup"] and spread([e["speedup"] for e in econ])["median"] else None,
     }
 
 
-def kept(path: Path, this_machine: str, out: dict) -> dict:
-    """This run's rows over the earlier ones of the same machine (each row keeps when it was
-    measured): a run of one workload or length does not drop the others' figures."""
+def kept(path: Path, out: dict) -> dict:
+    """This run's rows over the earlier ones (each row keeps when and where it was measured): a
+    run of one workload or length does not drop the others' figures. Each row names its machine
+    (a cost in baseline runs is a ratio on one machine); a row written before rows named it
+    takes the file's."""
     earlier = json.loads(path.read_text()) if path.is_file() else {}
-    rows = earlier.get("workloads", {}) if earlier.get("machine") == this_machine else {}
-    merged = {w: dict(lengths) for w, lengths in rows.items()}
+    merged = {w: {n: {"machine": earlier.get("machine"), **row} for n, row in lengths.items()}
+              for w, lengths in earlier.get("workloads", {}).items()}
     for w, lengths in out.items():
         merged.setdefault(w, {}).update(lengths)
     return merged
@@ -153,7 +156,7 @@ def main(argv=None) -> None:
     results = {"measured": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                "machine": machine(), "wall_s": time.time() - started,
                "args": {k: str(v) for k, v in vars(args).items()},
-               "workloads": kept(Path(args.results), machine(), out)}
+               "workloads": kept(Path(args.results), out)}
     Path(args.results).parent.mkdir(parents=True, exist_ok=True)
     Path(args.results).write_text(json.dumps(results, indent=2, default=str))
     print(f"results: {args.results}  (runs and MLflow: {args.root})")

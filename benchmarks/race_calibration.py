@@ -45,7 +45,7 @@ def replay(run: dict, baseline_curve: list, target: float, decide_at: float) -> 
                                "val_epoch": epoch, "train_time_s": seconds})
         if decided is None:
             continue
-        low, mid, high, _, reach = rule.evidence.expectation("run")
+        low, mid, high, _, reach, _ = rule.evidence.expectation("run")
         actual = truth.seconds if truth else math.inf
         return {"at_epoch": int(epoch), "of": planned, "status": str(decided[0]),
                 "reason": decided[1], "expected": [low, mid, high], "reach": reach,

@@ -47,6 +47,14 @@ def _median(value, fmt: str = "{:.2f}") -> str:
     return "-" if value is None else fmt.format(value)
 
 
+def _short(machine: str) -> str:
+    """A machine as a table cell: its CPU's name and cores, without the list of its flags."""
+    name, _, rest = machine.partition(", ")
+    cores = rest.split(", ")[0] if rest else ""
+    name = name.replace("(R)", "").replace(" Processor", "")
+    return f"{name}, {cores}" if cores else name
+
+
 def _met(ok) -> str:
     return {True: "met", False: "**not met**", None: "-"}[ok]
 
@@ -91,12 +99,13 @@ def today() -> str:
         counts = sorted({len(row["seeds"]) for lengths in long_jobs["workloads"].values()
                          for row in lengths.values()})
         out += ["", f"Long jobs ([section](#long-jobs-the-race)): `benchmarks/long_jobs.py`, "
-                f"{long_jobs['measured']}, {long_jobs['machine']}; medians of "
+                f"{long_jobs['measured']}; medians of "
                 f"{'/'.join(map(str, counts))} race search(es) a length (the issue asks 3); "
-                f"each row's own time in its last column.",
+                f"each row's own machine and time in its last column (a cost in baseline runs "
+                f"is a ratio on one machine).",
                 "", "| workload | full epochs | search cost (baseline runs) | "
                 "payback (runs) | answers | speedup (x) | full confirmation: speedup (x), cost |"
-                " decided by | measured |", "|---|---|---|---|---|---|---|---|---|"]
+                " decided by | measured (when, where) |", "|---|---|---|---|---|---|---|---|---|"]
         # Rows measured before they recorded the race's decision point ran with 40% of a plan.
         for name, lengths in long_jobs["workloads"].items():
             for n, row in sorted(lengths.items(), key=lambda item: int(item[0])):
@@ -108,7 +117,8 @@ def today() -> str:
                            f"{_median(row['reference_speedup'])}, "
                            f"{_median(row.get('reference_search_cost_baseline_runs'))} | "
                            f"{row.get('decide_at', 0.4):.0%} of a plan | "
-                           f"{row.get('measured', long_jobs['measured'])} |")
+                           f"{row.get('measured', long_jobs['measured'])}, "
+                           f"{_short(row.get('machine', long_jobs['machine']))} |")
     return "\n".join(out) if out else "(no results yet: run the benchmarks)"
 
 

@@ -7,14 +7,16 @@ ended. All three read one `Evidence`; it changes only through its named methods 
 live search, a resumed one and one that learns from earlier searches agree on what is known.
 
     best so far   the fastest time to the target any trial (or earlier search) reached,
-                  or (the race) a decided contender likely to reach it reaches it by
+                  or (the race) a decided contender likely to reach it reaches it by; and
+                  the fastest expected: what a candidate not yet trained must beat
     reached       trials that reached the target, their time to it and their configuration
     missed        trials that learned too little, and by how much they fell short
     stopped       the status and reason of each trial a decision ended
     twins         the earliest epoch each run can reach the target at, by its decided twins
     doubts        the model values (width 0.5, patch 16) that missed, or that the race
                   expects to end short, and never reached
-    calibration   measured over predicted time to the target, of what reached it
+    calibration   measured over predicted time to the target, of what reached it, and the
+                  race's contenders' measured pace over the predicted one
 
 Twins are configurations that train the same run but for their precision and speed switches
 (trainables/identity.twin_key): the same model, batch, lr and schedule, so their learning
@@ -58,8 +60,8 @@ class Evidence:
         self._held: list[dict] = []  # earlier searches' configurations that reached it
         self._earlier_missed: list[tuple[dict, float]] = []
         self._expected: dict[str, float] = {}  # trial -> its predicted time to the target
-        self._told: dict[str, tuple[float, float, float, int, float]] = {}  # the race's
-        self._earlier_told: list[float] = []  # earlier searches' decided pessimistic times
+        self._told: dict[str, tuple[float, float, float, int, float, float]] = {}  # the race's
+        self._earlier_told: list[tuple[float, float]] = []  # earlier decided (latest, expected)
         self._unlikely: list[dict] = []  # decided, but expected to end short of the target
         self._ratios: list[float] = []  # measured / predicted of earlier searches' results
 
@@ -88,11 +90,12 @@ class Evidence:
         self._expected[trial_id] = float(predicted_s)
 
     def expected(self, trial_id: str, low_s: float, mid_s: float, high_s: float,
-                 epoch: int, reach: float = 1.0) -> None:
+                 epoch: int, reach: float = 1.0, paced_s: float = math.nan) -> None:
         """What a contender's curve tells of its time to the target so far (the race,
         orchestrator/screen/race.py): its bounds, the epoch it is expected to reach the target
-        at, and how likely it reaches it at all."""
-        self._told[trial_id] = (low_s, mid_s, high_s, epoch, reach)
+        at, how likely it reaches it at all, and its time were it to learn as the baseline
+        does, at its measured pace (`paced_s`: calibrates the predictions' pace)."""
+        self._told[trial_id] = (low_s, mid_s, high_s, epoch, reach, paced_s)
 
     def unlikely(self, config: dict) -> None:
         """A contender decided with less than a `LIKELY` chance to reach the target: it may
@@ -117,14 +120,18 @@ class Evidence:
         if ratio is not None and ratio > 0:
             self._ratios.append(ratio)
 
-    def earlier_expected(self, config: dict, high_s: float, reach: float = 1.0) -> None:
+    def earlier_expected(self, config: dict, high_s: float, reach: float = 1.0,
+                         mid_s: float = math.inf, pace_ratio: float | None = None) -> None:
         """A contender an earlier search's race decided: it reaches the target by `high_s`,
-        with a `reach` chance (an unlikely one bounds nothing, and is doubted)."""
+        expected at `mid_s`, with a `reach` chance (an unlikely one bounds nothing, and is
+        doubted); `pace_ratio`: its measured pace over the predicted one."""
+        if pace_ratio is not None and math.isfinite(pace_ratio) and pace_ratio > 0:
+            self._ratios.append(pace_ratio)
         if reach < LIKELY:
             self.unlikely(config)
             return
         self._held.append(dict(config))
-        self._earlier_told.append(float(high_s))
+        self._earlier_told.append((float(high_s), float(mid_s)))
 
     def earlier_missed(self, config: dict, short_by: float) -> None:
         self._earlier_missed.append((dict(config), float(short_by)))
@@ -138,15 +145,31 @@ class Evidence:
     def best_bound(self, besides: str | None = None) -> float | None:
         """The fastest time to the target known for sure: measured, or a decided contender's
         pessimistic bound (`besides`: a contender's own does not count against it)."""
-        told = [t[2] for trial, t in self._told.items()
-                if trial != besides and t[4] >= LIKELY
-                and self._stopped.get(trial, (None,))[0] == TrialStatus.DECIDED]
-        bounds = [b for b in [self._best_s, *told, *self._earlier_told] if b is not None]
+        told = [t[2] for t in self._decided_likely(besides)]
+        bounds = [b for b in [self._best_s, *told, *(high for high, _ in self._earlier_told)]
+                  if b is not None]
         return min(bounds) if bounds else None
 
-    def expectation(self, trial_id: str) -> tuple[float, float, float, int, float] | None:
-        """(low, mid, high seconds, expected epoch, chance to reach) the race last told of a
-        trial."""
+    def best_expected(self) -> float | None:
+        """The fastest time to the target known or expected: measured, or a decided
+        contender's expected time (one likely to reach it). A candidate not trained yet must
+        beat it: the bound a running contender is cut by (`best_bound`) is its pessimistic
+        time, as wide as 3.5x the optimistic one at a quarter of a plan (unet3d, 32 epochs),
+        and a candidate predicted slower than the expected best confirmed nothing new."""
+        times = [self._best_s, *(t[1] for t in self._decided_likely()),
+                 *(mid for _, mid in self._earlier_told)]
+        times = [t for t in times if t is not None and math.isfinite(t)]
+        return min(times) if times else None
+
+    def _decided_likely(self, besides: str | None = None) -> list[tuple]:
+        """What the race told of each decided contender likely to reach the target."""
+        return [t for trial, t in self._told.items()
+                if trial != besides and t[4] >= LIKELY
+                and self._stopped.get(trial, (None,))[0] == TrialStatus.DECIDED]
+
+    def expectation(self, trial_id: str) -> tuple[float, float, float, int, float, float] | None:
+        """(low, mid, high seconds, expected epoch, chance to reach, paced seconds) the race
+        last told of a trial."""
         return self._told.get(trial_id)
 
     def time_to_target(self, trial_id: str) -> float | None:
@@ -189,13 +212,28 @@ class Evidence:
         return set().union(*(pairs(c, knobs) for c in doubted)) - held
 
     def calibration(self) -> float:
-        """Measured over predicted time to the target (median; 1 before any measurement)."""
+        """Measured over predicted time to the target (median; 1 before any measurement): of
+        trials that reached it, their time; of those the race decided, their pace alone (a
+        decided contender's expected time also holds how much worse it learns, which is its
+        own, not the prediction's error for the rest)."""
         ratios = self._ratios + [self._reached[t][0] / p for t, p in self._expected.items()
                                  if t in self._reached and p > 0]
+        ratios += [pace_ratio(self._told[t][5], p) for t, p in self._expected.items()
+                   if t not in self._reached and t in self._told
+                   and self._stopped.get(t, (None,))[0] == TrialStatus.DECIDED]
+        ratios = [r for r in ratios if r is not None]
         return statistics.median(ratios) if ratios else 1.0
+
+
+def pace_ratio(paced_s: float | None, predicted_s: float | None) -> float | None:
+    """A decided contender's time to the target at the predicted epochs and its measured pace,
+    over the predicted time (None where either is unknown)."""
+    if paced_s is None or predicted_s is None or not math.isfinite(paced_s) \
+            or not predicted_s > 0:
+        return None
+    return paced_s / predicted_s
 
 
 def pairs(config: dict, knobs: set[str]) -> set[tuple[str, str]]:
     """(knob, value) of `config`'s model, for `knobs` only."""
     return {(k, repr(v)) for k, v in model_of(config).items() if k in knobs}
-

@@ -30,7 +30,7 @@ from trainables.trial.sampling import SYSTEM_KEY
 
 # A decided contender's expected time to the target (its bounds) and epoch, as the race told.
 EXPECTED = ("expected_low_s", "expected_time_to_target_s", "expected_high_s", "expected_epoch",
-            "expected_reach")
+            "expected_reach", "expected_paced_s")
 # Metrics that describe one trial's own run, not its configuration: a duplicate gets its own.
 _OWN_RUN = ("trial_wall_s", "fixed_cost_s", "profile_s")
 

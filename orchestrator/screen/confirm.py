@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from ray.tune.search import Searcher
 
-from orchestrator.evidence import Evidence, pairs
+from orchestrator.evidence import Evidence, pace_ratio, pairs
 from orchestrator.records import Role, TrialRecord
 from orchestrator.screen import predict as predictor
 from orchestrator.screen.knowledge import Knowledge
@@ -41,8 +41,11 @@ PRECISION_COST = 0.01
 
 class Confirmations(Searcher):
     """Proposes given configurations (the predict stage's, fastest predicted first) and stops
-    once none left, allowing for prediction error (`slack`), can beat a time to the target
-    already measured (the evidence's `best_s`).
+    once none left, allowing for prediction error (`slack`), can beat the fastest time to the
+    target known (the evidence's `best_expected`): measured, or expected by the race of a
+    decided contender likely to reach it. Not its pessimistic bound: at a quarter of a plan
+    that was 2-3.5x its expected time on unet3d, so a candidate predicted 30% slower than the
+    expected best was still confirmed, and could only lose.
 
     A miss teaches something: a trial that fell behind the baseline's learning curve, or ended
     below the target, rules out every configuration that learns no more than it did: the same
@@ -61,12 +64,12 @@ class Confirmations(Searcher):
     A configuration that trains the same run (trainables/identity.run_key) as one already
     proposed, or as one that reached the target in an earlier search, is not proposed: the
     screen has timed both (the faster, predicted first, is the one proposed).
-    Predictions are calibrated by what was measured: once confirmations have reached the
-    target, every prediction is scaled by the median of their measured / predicted times
-    before the comparison with `best_s`. A few steps miss what a whole run pays per epoch
-    (validation, the epoch's host sync, launches on a GPU), so predictions run short by a
-    similar factor for every candidate, and an uncalibrated bound would confirm candidates that
-    cannot win."""
+    Predictions are calibrated by what was measured: every prediction is scaled by the median
+    of the confirmations' measured / predicted times (`Evidence.calibration`: to the target
+    where one reached it, its pace where the race decided it) before the comparison. A few
+    steps miss what a whole run pays per epoch (validation, the epoch's host sync, launches on
+    a GPU), so predictions run short by a similar factor for every candidate, and an
+    uncalibrated bar would confirm candidates that cannot win."""
 
     def __init__(self, configs: list[dict], predicted: list[float], evidence: Evidence,
                  slack: float = SLACK):
@@ -102,7 +105,7 @@ class Confirmations(Searcher):
         order = sorted(self.left, key=lambda i: (
             len(pairs(self.configs[i], self.varied) & doubted),
             short.get(learning_key(self.configs[i]), -1.0)))
-        best, scale = self.evidence.best_bound(), self.evidence.calibration() * self.slack
+        best, scale = self.evidence.best_expected(), self.evidence.calibration() * self.slack
         return next((i for i in order if best is None or self.predicted[i] * scale <= best),
                     None)
 
@@ -171,7 +174,10 @@ def settle(predictions: list[predictor.Prediction], knowledge: Knowledge, eviden
             knobs = {k: earlier["knobs"][k] for k in knobs_of(pred) if k in earlier["knobs"]}
             out.earlier.append(earlier_record(earlier, knobs))
             evidence.earlier_expected(knobs, earlier.get("expected_high_s") or math.inf,
-                                      float(earlier.get("expected_reach") or 1.0))
+                                      float(earlier.get("expected_reach") or 1.0),
+                                      earlier["expected_s"], pace_ratio(
+                                          earlier.get("expected_paced_s"),
+                                          pred.predicted_time_s))
         elif earlier.get("time_to_target_s") is not None:
             # As it ran: the same run, but the switches are the earlier trial's.
             knobs = {k: earlier["knobs"][k] for k in knobs_of(pred) if k in earlier["knobs"]}
@@ -195,7 +201,9 @@ def teach_finished(evidence: Evidence, done: list[TrialRecord], target: float) -
             evidence.earlier_missed(rec.knobs, rec.short_by)
         if rec.status == TrialStatus.DECIDED and rec.expected_s is not None:
             evidence.earlier_expected(rec.knobs, rec.metrics.get("expected_high_s", math.inf),
-                                      rec.reach)
+                                      rec.reach, rec.expected_s, pace_ratio(
+                                          rec.metrics.get("expected_paced_s"),
+                                          (rec.prediction or {}).get("predicted_time_s")))
         if rec.reached and traits(rec.status).rankable:
             predicted = (rec.prediction or {}).get("predicted_time_s")
             evidence.earlier_reached(rec.knobs, rec.time_to_target_s,
@@ -224,7 +232,7 @@ def run_confirmations(ctx: StageContext, todo: list[predictor.Prediction], plann
     if searcher.next_index() is None:
         # Nothing left is predicted to beat what was measured: no Tune run to start (one that
         # ends before its first trial races Tune's own saving of its state).
-        best = ctx.evidence.best_bound()
+        best = ctx.evidence.best_expected()
         why = "every one is ruled out by a miss" if best is None else \
             f"none is predicted to beat {best:.1f} s to the target"
         ctx.say(f"confirm: nothing to confirm: {why}")

@@ -112,6 +112,10 @@ class Expected:
     """How many standard errors its expected log ratio lies below the largest that still
     reaches the target by its plan's end (the baseline's final error scaled up to the
     target's): negative where it is expected to end short."""
+    paced_s: float = math.nan
+    """Its time to the target were it to learn as the baseline does (r = 0, what the predict
+    stage assumes), at its own measured pace: over the prediction, how far the screen's few
+    steps misjudged its pace (orchestrator/evidence.py `calibration`)."""
 
     @property
     def reach(self) -> float:
@@ -141,6 +145,11 @@ class BaselineCurve:
                 return e0 + (e - e0) * (progress - p0) / (p - p0) if p > p0 else e
             previous = (p, e)
         return self.points[-1][1]
+
+    def first_at(self, error: float) -> float | None:
+        """The progress of its first validated point at or below `error` (orchestrator/screen/
+        predict.py plans a candidate's epochs to the target from it)."""
+        return next((p for p, e in self.points if e <= error), None)
 
     def progress_at(self, error: float) -> float | None:
         """The first progress at which the envelope's error is at or below `error`."""
@@ -189,11 +198,14 @@ def expect(baseline: BaselineCurve, points: list[tuple[float, float]], target: f
         return math.inf if epoch is None else time_now + (epoch - epoch_now) * per_epoch
 
     soonest, expected, latest = when(mean - Z * se), when(mean), when(mean + Z * se)
+    # The epoch the prediction expects: the baseline's first at the target, scaled to the plan.
+    prior = baseline.first_at(1.0 - target)
+    paced = time_at(max(1, math.ceil(prior * planned - 1e-9))) if prior is not None else math.nan
     # If it gets there at all, it does by its plan's end: P learns as much as the baseline's N.
     latest = latest if latest is not None else (planned if soonest is not None else None)
     reaches = math.log((1.0 - target) / baseline.error_at(1.0))
     return Expected(time_at(soonest), time_at(expected), time_at(latest),
-                    expected or planned, math.exp(mean), (reaches - mean) / se)
+                    expected or planned, math.exp(mean), (reaches - mean) / se, paced)
 
 
 class RaceRule:
@@ -227,13 +239,13 @@ class RaceRule:
         progress = epoch / planned
         if math.isinf(found.low_s) or (progress >= self.decide_at and found.margin < SHORT_AT):
             self.evidence.expected(trial_id, found.low_s, found.mid_s, found.high_s,
-                                   found.epoch, found.reach)
+                                   found.epoch, found.reach, found.paced_s)
             return self._short(trial_id, result, found)
         # Expected by its plan's end where its expected ratio ends just short (the measured run
         # tells; a miss there sends the measure stage to the next fastest).
         mid = found.mid_s if math.isfinite(found.mid_s) else found.high_s
         self.evidence.expected(trial_id, found.low_s, mid, found.high_s, found.epoch,
-                               found.reach)
+                               found.reach, found.paced_s)
         bar = self.evidence.best_bound(besides=trial_id)
         if bar is not None and found.low_s > bar:
             return (TrialStatus.PRUNED,

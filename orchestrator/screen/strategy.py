@@ -300,6 +300,7 @@ class ScreenStrategy(Strategy):
                           expected_high_s=rec.metrics.get("expected_high_s"),
                           expected_epoch=rec.metrics.get("expected_epoch"),
                           expected_reach=rec.metrics.get("expected_reach"),
+                          expected_paced_s=rec.metrics.get("expected_paced_s"),
                           val_score=rec.metrics.get("val_score"), curve=rec.curve,
                           epochs=rec.epochs, search=str(ctx.folder.root), search_id=own)
 

@@ -118,8 +118,10 @@ def test_the_race_decides_cuts_a_loser_and_teaches_the_evidence():
     # Decided at the first epoch past DECIDE_AT of its 10: its bounds never come within TOLD.
     assert status == TrialStatus.DECIDED and epoch == math.ceil(DECIDE_AT * 10)
     assert "expected at the target" in reason
-    low, mid, high, at, reach = evidence.expectation("fast")
+    low, mid, high, at, reach, paced = evidence.expectation("fast")
     assert low <= mid <= high and at <= 10 and 0 < reach <= 1
+    # Learning as the baseline does, it gets there at the baseline's epoch 8, at 2 s an epoch.
+    assert paced == pytest.approx(16.0)
     assert evidence.best_bound() == pytest.approx(high)
     # Five times slower an epoch: its soonest is later than the first's latest: cut.
     epoch, (status, reason) = run("slow", [0.5, 0.6, 0.65], pace=10.0)
@@ -146,7 +148,7 @@ def test_one_decided_as_unlikely_to_reach_sends_the_next_confirmation_to_another
                          "val_score": score, "val_epoch": e, "config": thin})
     status, reason = out
     evidence.stopped("a", status, reason)
-    *_, reach = evidence.expectation("a")
+    *_, reach, _ = evidence.expectation("a")
     assert status == TrialStatus.DECIDED and 0.2 < reach < LIKELY
     assert evidence.best_bound() is None  # it may well not get there: it bounds nothing
     assert searcher.suggest("b") == wide  # not the same thin model at a smaller batch
@@ -236,3 +238,52 @@ def test_a_run_from_history_is_on_this_clock_only_as_this_tool_recorded_it_here(
     timed = record(ours, {}, {"status": "completed", "steps_per_epoch": 10, "step_s": 0.5,
                               "one_off_s": 1.0}, "folder", "id")
     assert timed["train_time_s"] == pytest.approx(1.0 + 2 * 5.0) and timed["clock"] == "timed here"
+
+
+def _decide(evidence: Evidence, tid: str, predicted_s: float, told: tuple) -> None:
+    """A contender proposed at `predicted_s` that the race decided as `told` (low, mid, high,
+    epoch, reach, paced)."""
+    evidence.expect(tid, predicted_s)
+    evidence.expected(tid, *told)
+    evidence.stopped(tid, TrialStatus.DECIDED, "decided")
+
+
+def test_a_candidate_must_beat_the_best_expected_time_not_the_best_pessimistic_one():
+    """At a quarter of a plan the race's pessimistic bound was 2-3.5x its expected time
+    (unet3d, 32 epochs): against it, a candidate predicted 30% slower than the decided best
+    was still confirmed, and could only lose. The bar is the best expected time; the
+    prediction's own error is the slack's."""
+    evidence = Evidence()
+    fast, slow, thin = {"batch_size": 8}, {"batch_size": 2}, {"batch_size": 8, "width": 0.5}
+    searcher = Confirmations([fast, slow], [16.0, 23.0], evidence)
+    assert searcher.suggest("a") == fast
+    # Expected at 17.6 s, 10-35 s; its pace 1.125x the predicted one (18 s for 16 s).
+    _decide(evidence, "a", 16.0, (9.9, 17.6, 34.6, 25, 0.86, 18.0))
+    assert evidence.best_bound() == pytest.approx(34.6)
+    assert evidence.best_expected() == pytest.approx(17.6)
+    # 23 s predicted, 25.9 s at the measured pace, 19.4 s with the slack: under the
+    # pessimistic bound, over the expected time.
+    assert searcher.next_index() is None and searcher.suggest("b") == "FINISHED"
+    # A decided contender unlikely to reach the target is no bar either.
+    other = Evidence()
+    _decide(other, "t", 5.0, (5.0, 9.0, 30.0, 40, 0.3, 5.0))
+    assert other.best_expected() is None
+    assert Confirmations([thin], [12.0], other).next_index() == 0
+
+
+def test_decided_contenders_calibrate_the_predictions_by_their_pace_alone():
+    """In the race nothing trains to the target, so what calibrates the predictions is each
+    decided contender's pace: its time at the predicted epochs, over the prediction. Not its
+    expected time, which also holds how much worse it learns (a width-0.5 model expected at
+    epoch 152 of 182 where 45 were predicted): scaled by that, the next model's prediction
+    would have looked 3.4x slower, and the answer (unet3d, 128 epochs) was never confirmed."""
+    evidence = Evidence()
+    _decide(evidence, "thin", 10.7, (11.2, 36.3, 43.5, 152, 0.53, 11.0))
+    assert evidence.calibration() == pytest.approx(11.0 / 10.7)
+    wide = {"batch_size": 8, "width": 1.0}
+    # Predicted 28.4 s: 29.2 s calibrated, 21.9 s with the slack, under the thin one's 36.3 s.
+    assert Confirmations([wide], [28.4], evidence).next_index() == 0
+    # Where a run ended at the target, its measured time counts as before.
+    evidence.expect("hit", 20.0)
+    evidence.reached("hit", 30.0, wide)
+    assert evidence.calibration() == pytest.approx((11.0 / 10.7 + 1.5) / 2)

@@ -125,7 +125,7 @@ class Evidence:
         """A contender an earlier search's race decided: it reaches the target by `high_s`,
         expected at `mid_s`, with a `reach` chance (an unlikely one bounds nothing, and is
         doubted); `pace_ratio`: its measured pace over the predicted one."""
-        if pace_ratio is not None and math.isfinite(pace_ratio) and pace_ratio > 0:
+        if pace_ratio is not None:  # (`pace_ratio` below: finite and positive, or None)
             self._ratios.append(pace_ratio)
         if reach < LIKELY:
             self.unlikely(config)
@@ -154,7 +154,7 @@ class Evidence:
         """The fastest time to the target known or expected: measured, or a decided
         contender's expected time (one likely to reach it). A candidate not trained yet must
         beat it: the bound a running contender is cut by (`best_bound`) is its pessimistic
-        time, as wide as 3.5x the optimistic one at a quarter of a plan (unet3d, 32 epochs),
+        time, 1.4-3.2x its expected one at a quarter of a plan (unet3d, 32 and 128 epochs),
         and a candidate predicted slower than the expected best confirmed nothing new."""
         times = [self._best_s, *(t[1] for t in self._decided_likely()),
                  *(mid for _, mid in self._earlier_told)]
@@ -228,10 +228,10 @@ class Evidence:
 def pace_ratio(paced_s: float | None, predicted_s: float | None) -> float | None:
     """A decided contender's time to the target at the predicted epochs and its measured pace,
     over the predicted time (None where either is unknown)."""
-    if paced_s is None or predicted_s is None or not math.isfinite(paced_s) \
-            or not predicted_s > 0:
+    if paced_s is None or predicted_s is None or not predicted_s > 0:
         return None
-    return paced_s / predicted_s
+    ratio = paced_s / predicted_s
+    return ratio if math.isfinite(ratio) and ratio > 0 else None
 
 
 def pairs(config: dict, knobs: set[str]) -> set[tuple[str, str]]:

@@ -44,7 +44,7 @@ class Confirmations(Searcher):
     once none left, allowing for prediction error (`slack`), can beat the fastest time to the
     target known (the evidence's `best_expected`): measured, or expected by the race of a
     decided contender likely to reach it. Not its pessimistic bound: at a quarter of a plan
-    that was 2-3.5x its expected time on unet3d, so a candidate predicted 30% slower than the
+    that was 1.4-3.2x its expected time on unet3d, so a candidate predicted 30% slower than the
     expected best was still confirmed, and could only lose.
 
     A miss teaches something: a trial that fell behind the baseline's learning curve, or ended

@@ -116,6 +116,13 @@ def switch_gains(screened: list[dict], profiled: Collection[str]) -> list[float]
     return out
 
 
+def epochs_to_target(planned: int, reached: int, full: int) -> int:
+    """The epoch a candidate planned for `planned` epochs is expected at the target: the same
+    point of its schedule as the baseline's, which first reached it at epoch `reached` of its
+    `full`."""
+    return max(1, min(planned, math.ceil(planned * reached / full - 1e-9)))
+
+
 def predict(screened: list[dict], baseline: dict, target: float,
             profiled: Collection[str] = ()) -> list[Prediction]:
     """A prediction for every screened candidate that can run, fastest first. `profiled`: the
@@ -137,7 +144,7 @@ def predict(screened: list[dict], baseline: dict, target: float,
         if math.isnan(ratio):
             ratio = math.sqrt(batch / b0) if batch > b0 else 1.0
         planned = max(1, math.ceil(full * ratio - 1e-9))
-        epochs = max(1, min(planned, math.ceil(planned * reached / full - 1e-9)))
+        epochs = epochs_to_target(planned, reached, full)
         # A trial's epoch is its steps and its feed, and its clock its first steps' warm-up
         # (its process's first-use costs and its shard's read are outside it, as the
         # baseline's are: trainables/trial/worker.py).

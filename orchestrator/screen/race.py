@@ -52,7 +52,9 @@ import math
 import statistics
 from dataclasses import dataclass
 
+from orchestrator.curves import first_at
 from orchestrator.evidence import LIKELY, Evidence
+from orchestrator.screen.predict import epochs_to_target
 from trainables.loop.state import validated
 from trainables.status import TrialStatus
 
@@ -134,7 +136,7 @@ class BaselineCurve:
         for epoch, score, _ in curve:
             best = max(best, float(score))
             points.append((int(epoch) / n, max(1.0 - best, 1e-6)))
-        self.points = points
+        self.points, self.curve, self.epochs = points, curve, n
 
     def error_at(self, progress: float) -> float:
         """Linearly interpolated; held flat before its first point and after its last."""
@@ -145,11 +147,6 @@ class BaselineCurve:
                 return e0 + (e - e0) * (progress - p0) / (p - p0) if p > p0 else e
             previous = (p, e)
         return self.points[-1][1]
-
-    def first_at(self, error: float) -> float | None:
-        """The progress of its first validated point at or below `error` (orchestrator/screen/
-        predict.py plans a candidate's epochs to the target from it)."""
-        return next((p for p, e in self.points if e <= error), None)
 
     def progress_at(self, error: float) -> float | None:
         """The first progress at which the envelope's error is at or below `error`."""
@@ -198,9 +195,9 @@ def expect(baseline: BaselineCurve, points: list[tuple[float, float]], target: f
         return math.inf if epoch is None else time_now + (epoch - epoch_now) * per_epoch
 
     soonest, expected, latest = when(mean - Z * se), when(mean), when(mean + Z * se)
-    # The epoch the prediction expects: the baseline's first at the target, scaled to the plan.
-    prior = baseline.first_at(1.0 - target)
-    paced = time_at(max(1, math.ceil(prior * planned - 1e-9))) if prior is not None else math.nan
+    reached = first_at(baseline.curve, target)  # the epoch the prediction expects it at
+    paced = time_at(epochs_to_target(planned, reached.epoch, baseline.epochs)) \
+        if reached is not None else math.nan
     # If it gets there at all, it does by its plan's end: P learns as much as the baseline's N.
     latest = latest if latest is not None else (planned if soonest is not None else None)
     reaches = math.log((1.0 - target) / baseline.error_at(1.0))

@@ -20,7 +20,7 @@ from orchestrator.evidence import Evidence, pace_ratio, pairs
 from orchestrator.records import Role, TrialRecord
 from orchestrator.screen import predict as predictor
 from orchestrator.screen.knowledge import Knowledge
-from orchestrator.screen.race import RaceRule, validation_cadence
+from orchestrator.screen.race import DECIDE_AT, RaceRule, validation_cadence
 from orchestrator.screen.twins import teach_twins
 from orchestrator.stages import StageContext
 from orchestrator.stopper import TargetStopper, validation_gate
@@ -31,7 +31,8 @@ from trainables.status import TrialStatus, traits
 from trainables.trial.trainable import reuse_actors
 
 # A (calibrated) prediction may be this much too fast: a candidate predicted at most 1/SLACK
-# times a measured time to the target is still worth confirming.
+# times a measured time to the target is still worth confirming, where the race can tell by
+# SLACK times that time (`Confirmations`).
 SLACK = 0.75
 # What a finer precision can give back: bf16's 8-bit mantissa cost the classifier about a point
 # of accuracy against fp32 (docs/benchmarks.md). A miss by more is the model's, not its
@@ -69,13 +70,27 @@ class Confirmations(Searcher):
     where one reached it, its pace where the race decided it) before the comparison. A few
     steps miss what a whole run pays per epoch (validation, the epoch's host sync, launches on
     a GPU), so predictions run short by a similar factor for every candidate, and an
-    uncalibrated bar would confirm candidates that cannot win."""
+    uncalibrated bar would confirm candidates that cannot win.
+
+    A candidate predicted slower than the bar (within the slack) is a bet that its prediction
+    is too slow; it is made only where the race settles it cheaply: where `judged`, the time by
+    which the race decides it at the latest (race.DECIDE_AT of its plan, at its predicted pace,
+    calibrated), comes by SLACK of the bar. Else a lost bet costs the bar itself: the stopper
+    cuts a contender that has trained as long as the best took, and at 128 unet3d epochs, where
+    the baseline reached the target a quarter into its schedule, every contender is predicted
+    there too, at the race's decision point.
+    Two of three such bets there cost 55 and 67 s of a 161-s search and lost; the third won
+    by 4% for 32 s (docs/benchmarks.md). Where the baseline reached the target halfway or
+    later (unet3d 8 and 32, the classifier at 15), the race decides by half a prediction,
+    and every bet stands. `judged` None: no race (a full confirmation runs each
+    to the target or the bar), and every bet stands as before."""
 
     def __init__(self, configs: list[dict], predicted: list[float], evidence: Evidence,
-                 slack: float = SLACK):
+                 slack: float = SLACK, judged: list[float] | None = None):
         super().__init__()
         self.configs, self.predicted = list(configs), list(predicted)
         self.evidence, self.slack = evidence, slack
+        self.judged = list(judged) if judged is not None else None
         models = [model_of(c) for c in self.configs]
         self.varied = {k for k in set().union(*models)
                        if len({repr(m.get(k)) for m in models}) > 1}
@@ -105,9 +120,17 @@ class Confirmations(Searcher):
         order = sorted(self.left, key=lambda i: (
             len(pairs(self.configs[i], self.varied) & doubted),
             short.get(learning_key(self.configs[i]), -1.0)))
-        best, scale = self.evidence.best_expected(), self.evidence.calibration() * self.slack
-        return next((i for i in order if best is None or self.predicted[i] * scale <= best),
-                    None)
+        best, scale = self.evidence.best_expected(), self.evidence.calibration()
+        return next((i for i in order if best is None or self._worth(i, best, scale)), None)
+
+    def _worth(self, i: int, best: float, scale: float) -> bool:
+        """Candidate `i` can beat `best`: predicted to, or (the bet) within the slack where the
+        race tells by SLACK of `best` whether it does."""
+        predicted = self.predicted[i] * scale
+        if predicted <= best:
+            return True
+        return predicted * self.slack <= best and \
+            (self.judged is None or self.judged[i] * scale <= self.slack * best)
 
     def _same_run(self, config: dict) -> bool:
         """It trains what a proposed configuration, or one known to reach the target, trains."""
@@ -228,7 +251,7 @@ def run_confirmations(ctx: StageContext, todo: list[predictor.Prediction], plann
     ctx.book.begin(Role.TRIAL, ctx.spec.num_trials, ctx.spec.epochs, base=base, predictions={
         config_key(knobs_of(p)): p.to_dict() for p in todo})
     searcher = Confirmations([knobs_of(p) for p in todo], [p.predicted_time_s for p in todo],
-                             ctx.evidence)
+                             ctx.evidence, judged=[judged_at(p) for p in todo] if race else None)
     if searcher.next_index() is None:
         # Nothing left is predicted to beat what was measured: no Tune run to start (one that
         # ends before its first trial races Tune's own saving of its state).
@@ -242,6 +265,13 @@ def run_confirmations(ctx: StageContext, todo: list[predictor.Prediction], plann
                     max_concurrent=ctx.prepared.plan.max_concurrent_trials,
                     reuse_actors=reuse_actors(workers, ctx.spec.always_use_worker_group),
                     searcher=searcher, stopper=stopper, time_budget_s=ctx.spec.time_budget_s))
+
+
+def judged_at(pred: predictor.Prediction) -> float:
+    """Seconds of training by which the race decides `pred` at the latest: DECIDE_AT of its
+    plan, at its predicted pace (it may cut it sooner, from RUNG on, where it cannot win)."""
+    per_epoch = pred.predicted_time_s / max(1, pred.predicted_epochs)
+    return DECIDE_AT * pred.planned_epochs * per_epoch
 
 
 def earlier_record(entry: dict, knobs: dict) -> TrialRecord:

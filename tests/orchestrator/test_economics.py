@@ -11,7 +11,8 @@ from orchestrator.economics import compute, lines
 from orchestrator.evidence import LIKELY, Evidence
 from orchestrator.measure import attempts, validation_cadence
 from orchestrator.records import TrialRecord
-from orchestrator.screen.confirm import Confirmations
+from orchestrator.screen.confirm import Confirmations, judged_at
+from orchestrator.screen.predict import Prediction
 from orchestrator.screen.race import DECIDE_AT, BaselineCurve, RaceRule, expect
 from trainables.config import TrialConfig
 from trainables.loop.fit import validates
@@ -269,6 +270,40 @@ def test_a_candidate_must_beat_the_best_expected_time_not_the_best_pessimistic_o
     _decide(other, "t", 5.0, (5.0, 9.0, 30.0, 40, 0.3, 5.0))
     assert other.best_expected() is None
     assert Confirmations([thin], [12.0], other).next_index() == 0
+
+
+def _prediction(config: dict, planned: int, predicted: int, seconds: float) -> Prediction:
+    return Prediction(config=config, samples_per_s=100.0, epochs_ratio=1.0,
+                      planned_epochs=planned, predicted_epochs=predicted,
+                      predicted_time_s=seconds, predicted_speedup=10.0)
+
+
+def test_a_bet_on_a_slower_prediction_is_made_only_where_the_race_tells_it_cheaply():
+    """unet3d at 128 epochs: the baseline reached the target a quarter into its schedule, so
+    every contender is predicted there too, where the race decides it (DECIDE_AT of its
+    plan). A candidate predicted 2% slower than the measured best was confirmed for the
+    slack and cut by the stopper once it had trained as long as the best took: 55 s of a
+    161-s search. Where the race judges at well under the bar (32 epochs: the baseline reached
+    the target halfway), the same bet stands, and without a race (judged None) every bet
+    stands as before."""
+    evidence = Evidence()
+    best = {"batch_size": 4, "width": 1.0}
+    evidence.expect("best", 28.1)
+    evidence.reached("best", 27.8, best)
+    near_tie = _prediction({"batch_size": 8, "width": 1.0}, 182, 45, 28.3)
+    halfway = _prediction({"batch_size": 8, "width": 0.5}, 49, 25, 30.0)
+    faster = _prediction({"batch_size": 2, "width": 0.5}, 182, 45, 26.0)
+    # A quarter of 182 epochs at 28.3 s per 45: 28.6 s, past 0.75 x 27.8 s.
+    assert judged_at(near_tie) == pytest.approx(DECIDE_AT * 182 * 28.3 / 45)
+    todo = [near_tie, halfway]
+    raced = Confirmations([p.config for p in todo], [p.predicted_time_s for p in todo],
+                          evidence, judged=[judged_at(p) for p in todo])
+    assert raced.suggest("h") == halfway.config  # decided by 14.7 s: the bet stands
+    assert raced.next_index() is None  # the near tie costs the bar: not proposed
+    # Without a race, or where the prediction itself beats the bar, it is proposed.
+    assert Confirmations([near_tie.config], [28.3], evidence).next_index() == 0
+    assert Confirmations([faster.config], [26.0], evidence,
+                         judged=[judged_at(faster)]).next_index() == 0
 
 
 def test_decided_contenders_calibrate_the_predictions_by_their_pace_alone():

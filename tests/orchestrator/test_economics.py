@@ -285,7 +285,7 @@ def test_a_bet_on_a_slower_prediction_is_made_only_where_the_race_tells_it_cheap
     slack and cut by the stopper once it had trained as long as the best took: 55 s of a
     161-s search. Where the race judges at well under the bar (32 epochs: the baseline reached
     the target halfway), the same bet stands, and without a race (judged None) every bet
-    stands as before."""
+    stands as before; so does a bet against an expected time, not a measured one."""
     evidence = Evidence()
     best = {"batch_size": 4, "width": 1.0}
     evidence.expect("best", 28.1)
@@ -304,6 +304,14 @@ def test_a_bet_on_a_slower_prediction_is_made_only_where_the_race_tells_it_cheap
     assert Confirmations([near_tie.config], [28.3], evidence).next_index() == 0
     assert Confirmations([faster.config], [26.0], evidence,
                          judged=[judged_at(faster)]).next_index() == 0
+    # Against a decided contender's expected time (11-44 s around 15 s: no stopper cuts there)
+    # the bet stands: held to it, a 128-epoch search never confirmed a width-1.0 model.
+    decided = Evidence()
+    _decide(decided, "thin", 10.8, (11.4, 14.6, 44.2, 60, 0.63, 11.2))
+    wide = _prediction({"batch_size": 8, "width": 1.0}, 182, 45, 14.2)
+    assert decided.best_expected() == pytest.approx(14.6) and decided.best_s is None
+    assert Confirmations([wide.config], [14.2], decided,
+                         judged=[judged_at(wide)]).next_index() == 0
 
 
 def test_decided_contenders_calibrate_the_predictions_by_their_pace_alone():

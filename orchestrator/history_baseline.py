@@ -56,7 +56,7 @@ def load(baseline: str, tracking_uri: str) -> dict[str, Any]:
         run = read_run(tracking_uri, run_id)
         return {"source": baseline, "curve": run.curve, "settings": _settings(run.params),
                 "seconds_from": run.seconds_from, "machine_kind": run.machine_kind,
-                "task": run.task}
+                "task": run.task, "noise": run.noise, "losses": run.losses}
     return {"source": str(Path(baseline).resolve()), "curve": _csv_curve(Path(baseline)),
             "settings": {}, "seconds_from": "the CSV's seconds", "machine_kind": None,
             "task": None}
@@ -134,7 +134,7 @@ def record(history: dict, config: dict, timed: dict | None, search: str, search_
         one_off = timed.get("one_off_s", 0.0)
         curve = [[int(e), float(s), one_off + int(e) * per_epoch]
                  for e, s, _ in history["curve"]]
-    epochs = curve[-1][0]
+    epochs, noise = curve[-1][0], history.get("noise") or []
     return {"kind": "history", "source": history["source"], "config": config,
             "trial_id": history["source"], "status": str(TrialStatus.COMPLETED),
             "val_score": curve[-1][1],
@@ -142,5 +142,7 @@ def record(history: dict, config: dict, timed: dict | None, search: str, search_
             "epochs": epochs, "curve": curve, "history_seconds": history["curve"],
             "seconds_from": history["seconds_from"], "timed_here": timed,
             "clock": "timed here" if timed is not None else "recorded",
-            "noise_scale": math.nan, "noise": [], "losses": [], "first_use_s": None,
+            # What this tool's run measured of its learning (none for a run of your own).
+            "noise_scale": noise[-1][1] if noise else math.nan, "noise": noise,
+            "losses": history.get("losses") or [], "first_use_s": None,
             "noise_s": 0.0, "parent_run_id": None, "search": search, "search_id": search_id}

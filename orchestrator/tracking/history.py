@@ -4,14 +4,19 @@ needs (orchestrator/history_baseline.py). MLflow is reached only through this pa
 A run holds a validation score per epoch (`val_score`, its step the epoch: what this tool logs,
 and what your own training logs with `mlflow.log_metric("val_score", score, step=epoch)`), its
 training time per epoch where it logged one (`train_time_s`; else the score's timestamps, from
-the run's start, stand for it), and its settings as params.
+the run's start, stand for it), and its settings as params. A run this tool trained also
+holds its gradient noise scale where it measured it (`noise_scale`) and its training loss per
+epoch (`train_loss`): what the predictions and the validation gate read of a baseline, so a
+search from the run predicts as one from its `baseline.json` does.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
 
 SCORE, TIME = "val_score", "train_time_s"
+NOISE, LOSS = "noise_scale", "train_loss"
 PARENT, MACHINE_KIND, TASK = "mlflow.parentRunId", "machine_kind", "task"
 
 
@@ -32,6 +37,10 @@ class RecordedRun:
     `machine_kind` param); None for a run of your own."""
     task: str | None = None
     """What its search trained (the parent run's `task` param), where this tool recorded it."""
+    noise: list[list[float]] = field(default_factory=list)
+    """[epoch, gradient noise scale] where it was measured; empty for a run of your own."""
+    losses: list[list[float]] = field(default_factory=list)
+    """[epoch, training loss] of every epoch that logged one."""
 
 
 def read_run(tracking_uri: str, run_id: str) -> RecordedRun:
@@ -66,4 +75,11 @@ def read_run(tracking_uri: str, run_id: str) -> RecordedRun:
             pass  # its search's run is gone: the run alone says nothing of its machine
     return RecordedRun(run_id, dict(run.data.params), curve,
                        TIME if len(times) >= len(scores) else "the run's wall clock",
-                       search.get(MACHINE_KIND), search.get(TASK))
+                       search.get(MACHINE_KIND), search.get(TASK),
+                       _series(client, run_id, NOISE), _series(client, run_id, LOSS))
+
+
+def _series(client, run_id: str, key: str) -> list[list[float]]:
+    """[epoch, value] of a metric's finite values, by epoch (step)."""
+    values = {int(m.step): float(m.value) for m in client.get_metric_history(run_id, key)}
+    return [[epoch, v] for epoch, v in sorted(values.items()) if math.isfinite(v)]

@@ -330,3 +330,35 @@ def test_decided_contenders_calibrate_the_predictions_by_their_pace_alone():
     evidence.expect("hit", 20.0)
     evidence.reached("hit", 30.0, wide)
     assert evidence.calibration() == pytest.approx((11.0 / 10.7 + 1.5) / 2)
+
+
+def test_a_run_from_mlflow_keeps_what_it_measured_of_its_learning(tmp_path):
+    """A search whose baseline is this tool's MLflow run predicts as one from its baseline.json:
+    the run's noise scale (where it was measured) and training loss per epoch come back with
+    its curve. Without them a classifier search at 60 epochs fell back to the square-root rule
+    and planned batch 128 for 120 epochs where the same baseline's file planned 67. A run of
+    your own without them keeps none."""
+    import mlflow
+
+    from orchestrator.history_baseline import load, record
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    client = mlflow.MlflowClient(uri)
+    experiment = client.create_experiment("history")
+    ours, yours = (client.create_run(experiment).info.run_id for _ in range(2))
+    for run in (ours, yours):
+        for epoch, score in [(1, 0.5), (2, 0.7), (3, 0.8)]:
+            client.log_metric(run, "val_score", score, step=epoch)
+            client.log_metric(run, "train_time_s", 10.0 * epoch, step=epoch)
+    for epoch, noise in [(1, 580.0), (3, 945.0)]:
+        client.log_metric(ours, "noise_scale", noise, step=epoch)
+    for epoch, loss in [(1, 2.1), (2, float("nan")), (3, 1.5)]:
+        client.log_metric(ours, "train_loss", loss, step=epoch)
+    history = load(f"runs:/{ours}", uri)
+    assert history["noise"] == [[1, 580.0], [3, 945.0]]
+    assert history["losses"] == [[1, 2.1], [3, 1.5]]  # what is not a number is left out
+    kept = record(history, {}, None, "folder", "id")
+    assert kept["noise"] == history["noise"] and kept["noise_scale"] == 945.0
+    assert kept["losses"] == history["losses"]
+    own = record(load(f"runs:/{yours}", uri), {}, None, "folder", "id")
+    assert own["noise"] == [] and own["losses"] == [] and math.isnan(own["noise_scale"])

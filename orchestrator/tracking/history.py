@@ -4,8 +4,8 @@ needs (orchestrator/history_baseline.py). MLflow is reached only through this pa
 A run holds a validation score per epoch (`val_score`, its step the epoch: what this tool logs,
 and what your own training logs with `mlflow.log_metric("val_score", score, step=epoch)`), its
 training time per epoch where it logged one (`train_time_s`; else the score's timestamps, from
-the run's start, stand for it), and its settings as params. A run this tool trained also
-holds its gradient noise scale where it measured it (`noise_scale`) and its training loss per
+the run's start, stand for it), and its settings as params. A run this tool trained (its
+search's run names its task) also holds its gradient noise scale where it measured it (`noise_scale`) and its training loss per
 epoch (`train_loss`): what the predictions and the validation gate read of a baseline, so a
 search from the run predicts as one from its `baseline.json` does.
 """
@@ -40,7 +40,7 @@ class RecordedRun:
     noise: list[list[float]] = field(default_factory=list)
     """[epoch, gradient noise scale] where it was measured; empty for a run of your own."""
     losses: list[list[float]] = field(default_factory=list)
-    """[epoch, training loss] of every epoch that logged one."""
+    """[epoch, training loss] of every epoch that logged one; empty for a run of your own."""
 
 
 def read_run(tracking_uri: str, run_id: str) -> RecordedRun:
@@ -73,10 +73,13 @@ def read_run(tracking_uri: str, run_id: str) -> RecordedRun:
             search = client.get_run(run.data.tags[PARENT]).data.params
         except mlflow.exceptions.MlflowException:
             pass  # its search's run is gone: the run alone says nothing of its machine
+    # Only this tool's run: your own `train_loss` may be another loss, or a sum.
+    ours = bool(search.get(TASK))
     return RecordedRun(run_id, dict(run.data.params), curve,
                        TIME if len(times) >= len(scores) else "the run's wall clock",
                        search.get(MACHINE_KIND), search.get(TASK),
-                       _series(client, run_id, NOISE), _series(client, run_id, LOSS))
+                       _series(client, run_id, NOISE) if ours else [],
+                       _series(client, run_id, LOSS) if ours else [])
 
 
 def _series(client, run_id: str, key: str) -> list[list[float]]:

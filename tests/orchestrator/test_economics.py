@@ -345,15 +345,18 @@ def test_a_run_from_mlflow_keeps_what_it_measured_of_its_learning(tmp_path):
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     client = mlflow.MlflowClient(uri)
     experiment = client.create_experiment("history")
-    ours, yours = (client.create_run(experiment).info.run_id for _ in range(2))
+    search = client.create_run(experiment).info.run_id
+    client.log_param(search, "task", "built-in classifier")
+    ours = client.create_run(experiment, tags={"mlflow.parentRunId": search}).info.run_id
+    yours = client.create_run(experiment).info.run_id
     for run in (ours, yours):
         for epoch, score in [(1, 0.5), (2, 0.7), (3, 0.8)]:
             client.log_metric(run, "val_score", score, step=epoch)
             client.log_metric(run, "train_time_s", 10.0 * epoch, step=epoch)
+        for epoch, loss in [(1, 2.1), (2, float("nan")), (3, 1.5)]:
+            client.log_metric(run, "train_loss", loss, step=epoch)
     for epoch, noise in [(1, 580.0), (3, 945.0)]:
         client.log_metric(ours, "noise_scale", noise, step=epoch)
-    for epoch, loss in [(1, 2.1), (2, float("nan")), (3, 1.5)]:
-        client.log_metric(ours, "train_loss", loss, step=epoch)
     history = load(f"runs:/{ours}", uri)
     assert history["noise"] == [[1, 580.0], [3, 945.0]]
     assert history["losses"] == [[1, 2.1], [3, 1.5]]  # what is not a number is left out

@@ -34,6 +34,7 @@ import math
 import statistics
 from typing import Any
 
+from trainables.config import MANTISSA_BITS, samples_per_step
 from trainables.identity import model_of, twin_key
 from trainables.status import TrialStatus
 
@@ -45,6 +46,10 @@ TWIN_MARGIN = 1
 # width-0.5 contenders were decided at 0.27-0.46 and every one ended 4-7 points short; untaught,
 # all four confirmations of three searches went to that model (docs/benchmarks.md).
 LIKELY = 0.5
+# What a finer precision can give back: bf16's 8-bit mantissa cost the classifier about a point
+# of accuracy against fp32 (docs/benchmarks.md). A miss by more is the model's, not its
+# precision's: on unet3d an fp32 run fell short by 3.3 points where its bf16 twin had by 3.2.
+PRECISION_COST = 0.01
 
 
 class Evidence:
@@ -237,3 +242,13 @@ def pace_ratio(paced_s: float | None, predicted_s: float | None) -> float | None
 def pairs(config: dict, knobs: set[str]) -> set[tuple[str, str]]:
     """(knob, value) of `config`'s model, for `knobs` only."""
     return {(k, repr(v)) for k, v in model_of(config).items() if k in knobs}
+
+
+def learns_no_more(config: dict, missed: dict, short_by: float = 0.0) -> bool:
+    """`config` learns no more than `missed`, a configuration that missed the target by
+    `short_by`: the same model at as many samples per step or more, at as few mantissa bits or
+    fewer, or at any precision when the miss was larger than a precision can make up."""
+    bits = MANTISSA_BITS.get(config.get("precision"), 0)
+    return model_of(config) == model_of(missed) \
+        and samples_per_step(config) >= samples_per_step(missed) \
+        and (bits <= MANTISSA_BITS.get(missed.get("precision"), 0) or short_by > PRECISION_COST)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from ray.tune.search import Searcher
 
-from orchestrator.evidence import Evidence, pace_ratio, pairs
+from orchestrator.evidence import Evidence, learns_no_more, pace_ratio, pairs
 from orchestrator.records import Role, TrialRecord
 from orchestrator.screen import predict as predictor
 from orchestrator.screen.knowledge import Knowledge
@@ -25,7 +25,6 @@ from orchestrator.screen.twins import teach_twins
 from orchestrator.stages import StageContext
 from orchestrator.stopper import TargetStopper, validation_gate
 from orchestrator.tune_runs import TuneRun, trainable
-from trainables.config import MANTISSA_BITS, samples_per_step
 from trainables.identity import config_key, learning_key, model_of, run_key
 from trainables.status import TrialStatus, traits
 from trainables.trial.trainable import reuse_actors
@@ -34,10 +33,6 @@ from trainables.trial.trainable import reuse_actors
 # times a measured time to the target is still worth confirming, where the race can tell by
 # SLACK times that time (`Confirmations`).
 SLACK = 0.75
-# What a finer precision can give back: bf16's 8-bit mantissa cost the classifier about a point
-# of accuracy against fp32 (docs/benchmarks.md). A miss by more is the model's, not its
-# precision's: on unet3d an fp32 run fell short by 3.3 points where its bf16 twin had by 3.2.
-PRECISION_COST = 0.01
 
 
 class Confirmations(Searcher):
@@ -52,7 +47,8 @@ class Confirmations(Searcher):
     below the target, rules out every configuration that learns no more than it did: the same
     model (trainables/identity.model_of: width, patch, lr, ...) at as many samples per step or
     more (a bigger batch learns less per sample) and at as few mantissa bits or fewer, or at
-    any precision when it fell short by more than a precision costs (`PRECISION_COST`). The
+    any precision when it fell short by more than a precision costs (orchestrator/evidence.py
+    `PRECISION_COST`). The
     same model at a smaller batch, or at a finer precision after a near miss, may still reach
     the target, so it is not ruled out, only tried after every model and precision not yet
     tried (a confirmation budget spent on one model that cannot learn enough answers nothing),
@@ -160,16 +156,6 @@ class Confirmations(Searcher):
         with open(checkpoint_path, "rb") as f:
             state = pickle.load(f)
         self.left, self.proposed = state["left"], state["proposed"]
-
-
-def learns_no_more(config: dict, missed: dict, short_by: float = 0.0) -> bool:
-    """`config` learns no more than `missed`, a configuration that missed the target by
-    `short_by`: the same model at as many samples per step or more, at as few mantissa bits or
-    fewer, or at any precision when the miss was larger than a precision can make up."""
-    bits = MANTISSA_BITS.get(config.get("precision"), 0)
-    return model_of(config) == model_of(missed) \
-        and samples_per_step(config) >= samples_per_step(missed) \
-        and (bits <= MANTISSA_BITS.get(missed.get("precision"), 0) or short_by > PRECISION_COST)
 
 
 @dataclass

@@ -124,6 +124,8 @@ def run(ctx: StageContext, strategy) -> None:
         return
     target, tried, missed, measured_configs = ctx.objective.target, [], [], 0
     for best in candidates:  # the next only where the one before missed at every length tried
+        if measured_configs == MEASURED_AT_MOST:
+            break
         planned = int({**ctx.prepared.base, **best.knobs}.get("epochs") or ctx.spec.epochs)
         lengths = attempts(epochs_needed(best, target, planned), planned)
         ruled_out = next(((m, gap) for m, gap in missed
@@ -133,8 +135,6 @@ def run(ctx: StageContext, strategy) -> None:
             ctx.say(f"measure: not {shown(best.knobs | best.picks, keys)}: it learns no more "
                     f"than {shown(ruled_out[0], keys)}, measured {ruled_out[1]:.4f} short")
             continue
-        if measured_configs == MEASURED_AT_MOST:
-            break
         measured_configs, runs = measured_configs + 1, []
         for epochs in lengths:
             if not lengthening_pays(runs, target):

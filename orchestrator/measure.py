@@ -153,7 +153,9 @@ def run(ctx: StageContext, strategy) -> None:
                 break
         if tried[-1]["reached"]:
             break
-        missed.append((runs[-1]["config"], target - max(r["best_score"] for r in runs)))
+        scores = [r["best_score"] for r in runs if r.get("best_score") is not None]
+        if scores:  # (a run that validated nothing, failed, says nothing of what it learns)
+            missed.append((runs[-1]["config"], target - max(scores)))
     answer = {**tried[-1], "attempts": tried}
     ctx.folder.measured.write_text(json.dumps(answer, indent=2, default=str))
 
@@ -163,7 +165,7 @@ def lengthening_pays(runs: list[dict], target: float) -> bool:
     training: after one (a schedule squeezed too far may be all that missed), or where the last
     lengthening made up `LENGTHENING_PAYS` of what is still missing, or what is still missing
     lies within the last run's validation noise (its last `NOISE_POINTS` scores' spread)."""
-    if len(runs) < 2:
+    if len(runs) < 2 or None in (runs[-1].get("best_score"), runs[-2].get("best_score")):
         return True
     last, before = runs[-1], runs[-2]
     missing = target - last["best_score"]
@@ -236,7 +238,9 @@ def describe(measured: dict, target: float, own: str) -> str:
     if measured.get("confirmation"):
         how = "as exported: its confirmation ran them, to the target at its last"
     if not measured["reached"]:
-        return (f"measure: {measured['epochs']} epochs {how}: best {measured['best_score']:.4f},"
+        best = measured.get("best_score")
+        shown_best = "nothing validated" if best is None else f"best {best:.4f}"
+        return (f"measure: {measured['epochs']} epochs {how}: {shown_best},"
                 f" below the target {target:.4f}")
     return (f"measure: {measured['epochs']} epochs {how}: {measured['train_time_s']:.1f} s of "
             f"training, the target {target:.4f} first at "

@@ -384,7 +384,8 @@ def _measure_stage(tmp_path, decided: list[TrialRecord], runs: dict[tuple[int, i
         scores = runs[key]
         curve = [[i + 1, s, float(i + 1)] for i, s in enumerate(scores)]
         at = next((c for c in curve if c[1] >= target), None)
-        return {"config": config, "epochs": key[1], "curve": curve, "best_score": max(scores),
+        return {"config": config, "epochs": key[1], "curve": curve,
+                "best_score": max(scores, default=None),
                 "reached": at is not None, "time_to_target_s": at[2] if at else None,
                 "train_time_s": float(len(scores)), "search_id": "s"}
 
@@ -450,3 +451,15 @@ def test_a_lengthening_that_pays_or_a_miss_within_the_noise_is_tried_again(tmp_p
     runs = {(128, 60): [0.80, 0.9361], (128, 90): [0.80, 0.9482], (128, 120): [0.80, 0.9606]}
     asked, answer, _ = _measure_stage(tmp_path, decided, runs, target=0.9578)
     assert asked == [(128, 60), (128, 90), (128, 120)] and answer["epochs"] == 120
+
+
+def test_a_measured_run_that_validated_nothing_rules_nothing_out(tmp_path):
+    """A run that failed before its first validation says nothing of what its configuration
+    learns: its longer runs are tried as before, and a larger batch of its model is not passed
+    over for it."""
+    decided = [_told("a", 128, 120, 60, 80.0), _told("b", 256, 120, 60, 85.0)]
+    runs = {(128, 60): [], (128, 90): [], (128, 120): [], (256, 60): [0.70, 0.78]}
+    asked, answer, said = _measure_stage(tmp_path, decided, runs)
+    assert asked == [(128, 60), (128, 90), (128, 120), (256, 60)]
+    assert answer["reached"] and answer["config"]["batch_size"] == 256
+    assert any("nothing validated" in line for line in said)

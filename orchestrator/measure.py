@@ -131,9 +131,10 @@ def run(ctx: StageContext, strategy) -> None:
         ruled_out = next(((m, gap) for m, gap in missed
                           if learns_no_more(exported(ctx, best, lengths[0]), m, gap)), None)
         if ruled_out is not None:
-            keys = [k for k in {**best.knobs, **best.picks} if k != "epochs"]
-            ctx.say(f"measure: not {shown(best.knobs | best.picks, keys)}: it learns no more "
-                    f"than {shown(ruled_out[0], keys)}, measured {ruled_out[1]:.4f} short")
+            chosen = best.knobs | best.picks
+            keys = [k for k in chosen if k != "epochs"]
+            ctx.say(f"measure: not {_shown(chosen, keys)}: it learns no more "
+                    f"than {_shown(ruled_out[0], keys)}, measured {ruled_out[1]:.4f} short")
             continue
         measured_configs, runs = measured_configs + 1, []
         for epochs in lengths:
@@ -175,7 +176,8 @@ def lengthening_pays(runs: list[dict], target: float) -> bool:
         or missing <= noise
 
 
-def shown(config: dict, keys: list[str]) -> str:
+def _shown(config: dict, keys: list[str]) -> str:
+    """`config`'s values of `keys`, as the stage prints them."""
     return " ".join(f"{k}={config.get(k)}" for k in keys)
 
 

@@ -5,9 +5,10 @@ A run holds a validation score per epoch (`val_score`, its step the epoch: what 
 and what your own training logs with `mlflow.log_metric("val_score", score, step=epoch)`), its
 training time per epoch where it logged one (`train_time_s`; else the score's timestamps, from
 the run's start, stand for it), and its settings as params. A run this tool trained (its
-search's run names its task) also holds its gradient noise scale where it measured it (`noise_scale`) and its training loss per
-epoch (`train_loss`): what the predictions and the validation gate read of a baseline, so a
-search from the run predicts as one from its `baseline.json` does.
+search's run names its task) also holds its gradient noise scale where it measured it
+(`noise_scale`) and its training loss per epoch (`train_loss`): what the predictions and the
+validation gate read of a baseline, so a search from the run predicts as one from its
+`baseline.json` does.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ from orchestrator.evidence import Evidence, learns_no_more, pace_ratio, pairs
 from orchestrator.records import Role, TrialRecord
 from orchestrator.screen import predict as predictor
 from orchestrator.screen.knowledge import Knowledge
-from orchestrator.screen.race import DECIDE_AT, RaceRule, validation_cadence
+from orchestrator.screen.race import DECIDE_AT, RaceRule, horizon, validation_cadence
 from orchestrator.screen.twins import teach_twins
 from orchestrator.stages import StageContext
 from orchestrator.stopper import TargetStopper, validation_gate
@@ -71,14 +71,15 @@ class Confirmations(Searcher):
     A candidate predicted slower than the bar (within the slack) is a bet that its prediction
     is too slow. Where the bar is a time measured, the bet is made only where the race settles
     it cheaply: where `judged`, the time by which the race decides it at the latest
-    (race.DECIDE_AT of its plan, at its predicted pace, calibrated), comes by SLACK of the bar.
-    Else a lost bet costs the bar itself: the stopper cuts a contender once it has trained as
-    long as the best took to the target, and at 128 unet3d epochs, where the baseline reached
-    the target a quarter into its schedule, every contender is predicted there too, at the
-    race's decision point. Two of three such bets there cost 55 and 67 s of a 161-s search and
-    lost; the third won by 4% for 32 s (docs/benchmarks.md). Where the baseline reached the
-    target halfway or later (unet3d 8 and 32, the classifier at 15), the race decides by half
-    a prediction, and every bet stands. Against a decided contender's expected time every bet
+    (race.DECIDE_AT of the share of its plan the race reads, `race.horizon`, at its predicted
+    pace, calibrated), comes by SLACK of the bar. Else a lost bet costs the bar itself: the
+    stopper cuts a contender once it has trained as long as the best took to the target. At
+    128 unet3d epochs the baseline reached the target a quarter into its schedule, and while
+    the race decided by a quarter of every plan, every contender was predicted there too, at
+    the race's decision point: two of three such bets cost 55 and 67 s of a 161-s search and
+    lost; the third won by 4% for 32 s (docs/benchmarks.md). Now the race decides halfway to
+    the target there as where the baseline reached it halfway or later (unet3d 8 and 32, the
+    classifier at 15): by half a prediction, and every bet stands. Against a decided contender's expected time every bet
     stands too: no stopper cuts there, and that bar is uncertain itself (11-44 s around 15 s
     at 128 epochs; held to it, a search confirmed 2 width-0.5 contenders and none of width
     1.0, and handed over a 6.2x answer where the others found 9.6-15.8x). `judged` None: no
@@ -237,16 +238,19 @@ def run_confirmations(ctx: StageContext, todo: list[predictor.Prediction], plann
     # validations that cannot decide it (trainables/loop/fit.validates); in the race, its
     # curve needs points from early on: it validates about `race.POINTS_PER_RUN` times a run.
     race = ctx.spec.confirm == "race"
-    base = {**ctx.prepared.base, **(validation_cadence(ctx.baseline) if race else
-                                    validation_gate(ctx.baseline, ctx.objective.target))}
+    target = ctx.objective.target
+    base = {**ctx.prepared.base, **(validation_cadence(ctx.baseline, target) if race else
+                                    validation_gate(ctx.baseline, target))}
     trial_ctx = ctx.trial_context(base, ctx.objective, profile, time_start=True)
-    rules = (RaceRule(ctx.baseline, ctx.objective.target, ctx.evidence),) if race else ()
+    rules = (RaceRule(ctx.baseline, target, ctx.evidence),) if race else ()
     stopper = TargetStopper(ctx.objective, ctx.evidence, curve=ctx.baseline.get("curve"),
                             rules=rules)
     ctx.book.begin(Role.TRIAL, ctx.spec.num_trials, ctx.spec.epochs, base=base, predictions={
         config_key(knobs_of(p)): p.to_dict() for p in todo})
     searcher = Confirmations([knobs_of(p) for p in todo], [p.predicted_time_s for p in todo],
-                             ctx.evidence, judged=[judged_at(p) for p in todo] if race else None)
+                             ctx.evidence,
+                             judged=[judged_at(p, horizon(ctx.baseline, target)) for p in todo]
+                             if race else None)
     if searcher.next_index() is None:
         # Nothing left is predicted to beat what was measured: no Tune run to start (one that
         # ends before its first trial races Tune's own saving of its state).
@@ -262,11 +266,12 @@ def run_confirmations(ctx: StageContext, todo: list[predictor.Prediction], plann
                     searcher=searcher, stopper=stopper, time_budget_s=ctx.spec.time_budget_s))
 
 
-def judged_at(pred: predictor.Prediction) -> float:
-    """Seconds of training by which the race decides `pred` at the latest: DECIDE_AT of its
-    plan, at its predicted pace (it may cut it sooner, from RUNG on, where it cannot win)."""
+def judged_at(pred: predictor.Prediction, share: float = 1.0) -> float:
+    """Seconds of training by which the race decides `pred` at the latest: DECIDE_AT of the
+    `share` of its plan the race reads (race.horizon), at its predicted pace (it may cut it
+    sooner, from RUNG on, where it cannot win)."""
     per_epoch = pred.predicted_time_s / max(1, pred.predicted_epochs)
-    return DECIDE_AT * pred.planned_epochs * per_epoch
+    return DECIDE_AT * share * pred.planned_epochs * per_epoch
 
 
 def earlier_record(entry: dict, knobs: dict) -> TrialRecord:

@@ -29,6 +29,9 @@ contender trains until its learning curve tells its time to the target well enou
   its plan's end where its expected ratio ends short but its optimistic one does not: a
   target within the tolerance of the baseline's final score is reached, if at all, as the lr
   anneals). Nothing is judged before `RUNG` of its schedule and `POINTS` validated points.
+  Where the baseline reached the target less than halfway into its schedule (a long job), both
+  fractions shrink with its way there (`horizon`): a contender is decided halfway to the
+  target, not most of the way.
   One decided as less likely than not to reach the target (its expected ratio ends short) is
   measured only after likelier ones, bounds no other, and sends the next confirmations to
   other models (orchestrator/evidence.py `LIKELY`).
@@ -87,14 +90,38 @@ SHORT_AT = -0.84
 # About this many validations over a run: enough points by `RUNG`, few on a long job (a sliding
 # window over every held-out volume was 28% of unet3d's confirmations' time).
 POINTS_PER_RUN = 16
+# The fractions above hold where the baseline reached the target this far into its schedule or
+# later (the runs they were replayed on: 63% and 87%), so that deciding by a quarter of a
+# schedule is deciding at most halfway to the target. Where it reached it sooner, a contender at
+# equal progress is expected there sooner too, and a quarter of its schedule is most of its way:
+# at 128 unet3d epochs the baseline reached the target at 27% of its schedule, and the race
+# trained the contenders it expected there to 0.5-0.94 of their expected time to it before
+# deciding them; in one search of three, one reached it first (docs/benchmarks.md). There
+# `RUNG`, `DECIDE_AT` and the cadence shrink in proportion (`horizon`): the race decides
+# halfway to the target, as it does on shorter jobs.
+HALFWAY = 0.5
 
 
-def validation_cadence(baseline: dict) -> dict:
+def horizon(baseline: dict, target: float) -> float:
+    """The share of a schedule the race's fractions apply to: 1 where the baseline reached
+    `target` `HALFWAY` into its schedule or later (or never: the race then has no curve to
+    follow anyway), its progress there over `HALFWAY` where sooner."""
+    curve = baseline.get("curve") or []
+    reached = first_at(curve, target) if curve else None
+    if reached is None:
+        return 1.0
+    epochs = max(int(e) for e, _, _ in curve)
+    return min(1.0, reached.epoch / epochs / HALFWAY)
+
+
+def validation_cadence(baseline: dict, target: float) -> dict:
     """The contenders' validation settings (trainables/config.py): every k-th epoch, k such that
-    a run of the baseline's length validates about POINTS_PER_RUN times, from its first epoch
-    on (no loss gate: the race reads the curve from `RUNG` of the schedule)."""
+    a run of the baseline's length validates about POINTS_PER_RUN times over the share of it
+    the race reads (`horizon`: the whole run where the baseline reached the target halfway or
+    later), from its first epoch on (no loss gate: the race reads the curve from `RUNG`)."""
     epochs = int(baseline.get("epochs") or len(baseline.get("curve") or []) or 1)
-    return {"val_every": max(1, round(epochs / POINTS_PER_RUN)), "val_skip_above_loss": None}
+    read = epochs * horizon(baseline, target)
+    return {"val_every": max(1, round(read / POINTS_PER_RUN)), "val_skip_above_loss": None}
 
 
 @dataclass(frozen=True)
@@ -212,7 +239,10 @@ class RaceRule:
     def __init__(self, baseline: dict, target: float, evidence: Evidence,
                  decide_at: float = DECIDE_AT):
         self.curve = BaselineCurve(baseline["curve"])
-        self.target, self.evidence, self.decide_at = target, evidence, decide_at
+        self.target, self.evidence = target, evidence
+        # Both fractions of the share of a schedule the race reads (halfway to the target).
+        share = horizon(baseline, target)
+        self.rung, self.decide_at = RUNG * share, decide_at * share
         self._points: dict[str, list[tuple[float, float]]] = {}
         self._first: dict[str, tuple[int, float]] = {}
 
@@ -227,7 +257,7 @@ class RaceRule:
             # dipped 2-3 points an epoch) lowers neither side's curve.
             best = max(float(result["val_score"]), points[-1][1] if points else 0.0)
             points.append((epoch / planned, best))
-        if epoch / planned < RUNG or epoch <= first[0]:
+        if epoch / planned < self.rung or epoch <= first[0]:
             return None
         pace = (epoch, spent, (spent - first[1]) / (epoch - first[0]))
         found = expect(self.curve, points, self.target, planned, pace)

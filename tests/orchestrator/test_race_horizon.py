@@ -1,0 +1,77 @@
+"""The race on a long job (orchestrator/screen/race.py `horizon`): where the baseline reached the
+target early in its schedule, a contender is decided halfway to the target, not most of the way
+there; where it reached it halfway or later, the race is as it was. No Ray."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from orchestrator.evidence import Evidence
+from orchestrator.screen.confirm import judged_at
+from orchestrator.screen.predict import Prediction
+from orchestrator.screen.race import (DECIDE_AT, POINTS_PER_RUN, RUNG, RaceRule, horizon,
+                                      validation_cadence)
+from trainables.status import TrialStatus
+
+TARGET = 0.79
+
+
+def _score(epoch: int) -> float:
+    """A long job's curve: the target 0.79 first at epoch 32 of 128 (a quarter in), S = 0.80
+    at its end, as unet3d at 128 epochs reached it at 35 of 128."""
+    if epoch <= 32:
+        return 0.5 + 0.2925 * epoch / 32
+    return 0.7925 + 0.0075 * (epoch - 32) / 96
+
+
+LONG = {"epochs": 128, "curve": [[e, _score(e), 1.0 * e] for e in range(1, 129)]}
+# The same job cut at 40 epochs: the target at 32 of 40, late in the schedule.
+SHORT = {"epochs": 40, "curve": LONG["curve"][:40]}
+
+
+def test_the_race_reads_the_share_of_a_schedule_halfway_to_the_target():
+    assert horizon(LONG, TARGET) == pytest.approx((32 / 128) / 0.5)  # a quarter in: half
+    assert horizon(SHORT, TARGET) == 1.0  # 80% in: the whole schedule, as before
+    assert horizon(LONG, 0.99) == 1.0  # never reached: nothing to scale by
+    # About POINTS_PER_RUN validations over the share it reads: every 4th epoch, not every 8th.
+    assert validation_cadence(LONG, TARGET)["val_every"] == round(128 * 0.5 / POINTS_PER_RUN) == 4
+    assert validation_cadence(SHORT, TARGET)["val_every"] == round(40 / POINTS_PER_RUN)
+
+
+def _race(baseline: dict, planned: int) -> tuple[int, tuple[TrialStatus, str], Evidence]:
+    """A contender that learns as the baseline does (its score at each fraction of its plan is
+    the baseline's there), 1 s an epoch, until the race decides it."""
+    evidence = Evidence()
+    rule = RaceRule(baseline, TARGET, evidence)
+    n = baseline["epochs"]
+    for epoch in range(1, planned + 1):
+        score = _score(max(1, round(epoch / planned * n)))
+        out = rule("c", {"epoch": epoch, "epochs_planned": planned, "train_time_s": 1.0 * epoch,
+                         "val_score": score, "val_epoch": epoch})
+        if out is not None:
+            return epoch, out, evidence
+    raise AssertionError("never decided")
+
+
+def test_on_a_long_job_a_contender_is_decided_halfway_to_the_target():
+    epoch, (status, reason), evidence = _race(LONG, planned=128)
+    # Halfway to its epoch 32 at the target (a quarter of its plan): by epoch 16, not 32.
+    share = horizon(LONG, TARGET)
+    assert status == TrialStatus.DECIDED, reason
+    assert RUNG * share * 128 <= epoch <= math.ceil(DECIDE_AT * share * 128) == 16
+    low, mid, high, at, *_ = evidence.expectation("c")
+    assert at == 32 and mid == pytest.approx(32.0)  # where the baseline got there, 1 s an epoch
+    assert low <= 32.0 <= high
+    # Cut at 40 epochs, the same job's target comes late: decided at a quarter of its plan.
+    epoch, (status, _), _ = _race(SHORT, planned=40)
+    assert status == TrialStatus.DECIDED and epoch == math.ceil(DECIDE_AT * 40)
+
+
+def test_the_bet_on_a_slower_prediction_is_judged_where_the_race_decides():
+    pred = Prediction(config={"batch_size": 8}, samples_per_s=100.0, epochs_ratio=1.0,
+                      planned_epochs=182, predicted_epochs=45, predicted_time_s=28.3,
+                      predicted_speedup=10.0)
+    assert judged_at(pred) == pytest.approx(DECIDE_AT * 182 * 28.3 / 45)
+    assert judged_at(pred, horizon(LONG, TARGET)) == pytest.approx(judged_at(pred) / 2)

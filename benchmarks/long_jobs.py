@@ -86,8 +86,9 @@ def one_length(workload: str, epochs: int, args, longest: bool) -> dict:
         "prediction_error": spread([e["prediction_error"] for e in econ]),
         "found_epochs": [e["found_epochs"] for e in econ],
         "stage_s": [e.get("stage_s") for e in econ],
-        # The race's decision point these searches ran with (orchestrator/screen/race.py).
-        "decide_at": race.DECIDE_AT,
+        # The race's decision point these searches ran with, a fraction of a contender's plan:
+        # less where the baseline reached the target early (orchestrator/screen/race.py).
+        "decide_at": race.DECIDE_AT * race.horizon(first.baseline, econ[0]["target"]),
         "confirmations": [len(trials(result)) for result in rows],
         # Which searches trained a baseline: the first; the others took it recorded.
         # (A baseline from history is this search's record, but nothing trained it.)

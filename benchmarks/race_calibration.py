@@ -88,7 +88,9 @@ def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("headline", nargs="?", default=str(RESULTS / "headline.json"))
     ap.add_argument("--decide-at", nargs="+", type=float, default=[],
-                    help="also replay with the race deciding by these fractions of a schedule")
+                    help="also replay with the race deciding by these fractions of a schedule "
+                         "(of the share it reads: race.horizon, the whole schedule where the "
+                         "baseline reached the target halfway or later)")
     args = ap.parse_args(argv)
     path = Path(args.headline)
     headline = json.loads(path.read_text())

@@ -79,12 +79,13 @@ class Confirmations(Searcher):
     the race's decision point: two of three such bets cost 55 and 67 s of a 161-s search and
     lost; the third won by 4% for 32 s (docs/benchmarks.md). Now the race decides halfway to
     the target there as where the baseline reached it halfway or later (unet3d 8 and 32, the
-    classifier at 15): by half a prediction, and every bet stands. Against a decided contender's expected time every bet
-    stands too: no stopper cuts there, and that bar is uncertain itself (11-44 s around 15 s
-    at 128 epochs; held to it, a search confirmed 2 width-0.5 contenders and none of width
-    1.0, and handed over a 6.2x answer where the others found 9.6-15.8x). `judged` None: no
-    race (a full confirmation runs each to the target or the bar), and every bet stands as
-    before."""
+    classifier at 15): by half a prediction, and every bet stands (at 128 epochs each
+    search's fourth confirmation now went to batch 2). Against a decided contender's expected
+    time every bet stands too: no stopper cuts there, and that bar is uncertain itself (11-44
+    s around 15 s at 128 epochs; held to it, a search confirmed 2 width-0.5 contenders and
+    none of width 1.0, and handed over a 6.2x answer where the others found 9.6-15.8x).
+    `judged` None: no race (a full confirmation runs each to the target or the bar), and
+    every bet stands as before."""
 
     def __init__(self, configs: list[dict], predicted: list[float], evidence: Evidence,
                  slack: float = SLACK, judged: list[float] | None = None):
@@ -247,9 +248,9 @@ def run_confirmations(ctx: StageContext, todo: list[predictor.Prediction], plann
                             rules=rules)
     ctx.book.begin(Role.TRIAL, ctx.spec.num_trials, ctx.spec.epochs, base=base, predictions={
         config_key(knobs_of(p)): p.to_dict() for p in todo})
+    share = horizon(ctx.baseline, target)
     searcher = Confirmations([knobs_of(p) for p in todo], [p.predicted_time_s for p in todo],
-                             ctx.evidence,
-                             judged=[judged_at(p, horizon(ctx.baseline, target)) for p in todo]
+                             ctx.evidence, judged=[judged_at(p, share) for p in todo]
                              if race else None)
     if searcher.next_index() is None:
         # Nothing left is predicted to beat what was measured: no Tune run to start (one that

@@ -240,6 +240,7 @@ def run_confirmations(ctx: StageContext, todo: list[predictor.Prediction], plann
     # curve needs points from early on: it validates about `race.POINTS_PER_RUN` times a run.
     race = ctx.spec.confirm == "race"
     target = ctx.objective.target
+    share = horizon(ctx.baseline, target)  # of a plan, what the race reads (race.horizon)
     base = {**ctx.prepared.base, **(validation_cadence(ctx.baseline, target) if race else
                                     validation_gate(ctx.baseline, target))}
     trial_ctx = ctx.trial_context(base, ctx.objective, profile, time_start=True)
@@ -248,7 +249,6 @@ def run_confirmations(ctx: StageContext, todo: list[predictor.Prediction], plann
                             rules=rules)
     ctx.book.begin(Role.TRIAL, ctx.spec.num_trials, ctx.spec.epochs, base=base, predictions={
         config_key(knobs_of(p)): p.to_dict() for p in todo})
-    share = horizon(ctx.baseline, target)
     searcher = Confirmations([knobs_of(p) for p in todo], [p.predicted_time_s for p in todo],
                              ctx.evidence, judged=[judged_at(p, share) for p in todo]
                              if race else None)

@@ -123,6 +123,9 @@ def record_of(kind: str, config: dict[str, Any], rec, parent_run_id: str | None,
         # Its process's warm-up before its clock, and the noise-scale probes outside it: the
         # search's, not the user's run.
         "first_use_s": m.get("first_use_s"), "noise_s": rec.noise_s,
+        # Its step timed before its clock: the machine's speed that day (a search that takes
+        # this run from history holds it against today's: orchestrator/history_baseline.py).
+        "start_step_s": m.get("start_step_s"),
         "parent_run_id": parent_run_id, "search": search, "search_id": search_id,
     }
     if not traits(rec.status).rankable:
@@ -151,14 +154,27 @@ def result_line(kind: str, record: dict, own: str | None = None) -> str:
     the same question recorded says where)."""
     where = kind if kind in BASELINES else f"{record['kind']}, recorded in {kind}"
     if record.get("kind") == "history":
-        where = (f"history, {kind}: its step timed here; its recorded seconds from "
-                 f"{record['seconds_from']} kept beside") if record.get("timed_here") else \
-            (f"history, {kind}: its recorded training time, this tool's on this machine "
-             f"kind (the same clock)")
+        where = f"history, {kind}: " + _history_clock(record)
     if kind in BASELINES and own is not None and record.get("search_id") not in (None, own):
         where += f", recorded by {record['search']} (--rerun-baseline trains it again)"
     return (f"baseline ({where}): val_score {record['val_score']:.4f} in "
             f"{record['train_time_s']:.1f} s of training")
+
+
+def _history_clock(record: dict) -> str:
+    """Whose seconds a baseline from history is compared in (orchestrator/history_baseline.py)."""
+    if record.get("clock") == "timed here":
+        return (f"its step timed here; its recorded seconds from {record['seconds_from']} "
+                "kept beside")
+    said = "its recorded training time, this tool's on this machine kind"
+    ratio, then = record.get("drift"), record.get("recorded_step_s")
+    if ratio is None:
+        return said + " (the same clock)"
+    steps = f"{record['timed_here']['step_s']:.4f} s a step here against {then:.4f} s"
+    if record["clock"] == "recorded":
+        return said + f" (the same clock: {steps})"
+    return (said + f", scaled {ratio:.2f}x: this machine's speed moved since it ran ({steps}; "
+            f"{record['history_seconds'][-1][2]:.1f} s as recorded)")
 
 
 def resolved_config(record: dict) -> dict[str, Any]:

@@ -193,13 +193,16 @@ class Search:
         ctx, p = self.ctx, self.ctx.prepared
         history = history_baseline.load(source, self.spec.resolved_tracking_uri())
         config = history_baseline.config_of(history, p.base, self.spec.baseline_set)
+        own = history_baseline.same_clock(history, plan_machine_kind(p.plan), self._task_name(),
+                                          self.spec.baseline_set)
         timed = None
-        if not history_baseline.same_clock(history, plan_machine_kind(p.plan),
-                                           self._task_name(), self.spec.baseline_set):
-            (timed,) = run_screen([config], meta=p.data.meta(), n_train=len(p.data.x_train),
-                                  datasets=ctx.datasets(), plan=p.plan, task=ctx.task())
+        if not own or history.get("start_step_s"):  # its step here, and (own) the drift since
+            timed = history_baseline.timed_step(run_screen(
+                [dict(config) for _ in range(history_baseline.ROUNDS)], meta=p.data.meta(),
+                n_train=len(p.data.x_train), datasets=ctx.datasets(), plan=p.plan,
+                task=ctx.task()))
         return history_baseline.record(history, config, timed, str(self.folder.root),
-                                       ctx.search_id)
+                                       ctx.search_id, own_clock=own)
 
     def _train_baseline(self, config: dict):
         from trainables.trial.trainable import reuse_actors

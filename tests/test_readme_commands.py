@@ -126,6 +126,8 @@ COMMANDS: dict[str, str] = {
     "--baseline runs:/RUN_ID": HISTORY,
     "--baseline history.csv": HISTORY,
     "orchestrator search --strategy screen --full-epochs 8 --baseline runs:/RUN_ID": HISTORY,
+    "orchestrator search --workload unet3d --space compact --strategy screen --full-epochs 32 "
+    "--trials 4 --tolerance 0.01 --seed 1 --baseline runs:/RUN_ID": HISTORY,  # benchmarks.md
     "--confirm race": RACE,  # the default
     "--confirm full": "screen",
     "--wide": "own_match",

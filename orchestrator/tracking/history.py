@@ -8,7 +8,8 @@ the run's start, stand for it), and its settings as params. A run this tool trai
 search's run names its task) also holds its gradient noise scale where it measured it
 (`noise_scale`) and its training loss per epoch (`train_loss`): what the predictions and the
 validation gate read of a baseline, so a search from the run predicts as one from its
-`baseline.json` does.
+`baseline.json` does; and the step it timed before training (`start_step_s`), what the
+machine's speed was that day.
 """
 
 from __future__ import annotations
@@ -18,6 +19,9 @@ from dataclasses import dataclass, field
 
 SCORE, TIME = "val_score", "train_time_s"
 NOISE, LOSS = "noise_scale", "train_loss"
+# The step this tool's trial timed in its own process before its clock started, a few steps of
+# its own settings (trainables/loop/profile.START_STEP): what the machine's speed then was.
+STEP = "start_step_s"
 PARENT, MACHINE_KIND, TASK = "mlflow.parentRunId", "machine_kind", "task"
 
 
@@ -42,6 +46,9 @@ class RecordedRun:
     """[epoch, gradient noise scale] where it was measured; empty for a run of your own."""
     losses: list[list[float]] = field(default_factory=list)
     """[epoch, training loss] of every epoch that logged one; empty for a run of your own."""
+    start_step_s: float | None = None
+    """Seconds a step of its settings took, timed before its training (`STEP`); None for a run
+    of your own."""
 
 
 def read_run(tracking_uri: str, run_id: str) -> RecordedRun:
@@ -80,7 +87,13 @@ def read_run(tracking_uri: str, run_id: str) -> RecordedRun:
                        TIME if len(times) >= len(scores) else "the run's wall clock",
                        search.get(MACHINE_KIND), search.get(TASK),
                        _series(client, run_id, NOISE) if ours else [],
-                       _series(client, run_id, LOSS) if ours else [])
+                       _series(client, run_id, LOSS) if ours else [],
+                       _positive(run.data.metrics.get(STEP)) if ours else None)
+
+
+def _positive(value) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and math.isfinite(value) and \
+        value > 0 else None
 
 
 def _series(client, run_id: str, key: str) -> list[list[float]]:

@@ -122,9 +122,14 @@ def test_a_baseline_from_history_trains_no_baseline(first, tmp_path):
         printed = out.getvalue()
         assert "[baseline" not in printed, printed  # not trained again
         record = result.baseline
-        if name == "from-mlflow":  # this tool's run of this task here: its clock is ours
-            assert "its recorded training time" in printed, printed
-            assert record["train_time_s"] == pytest.approx(first.baseline["train_time_s"])
+        if name == "from-mlflow":  # this tool's run of this task here: its clock is ours,
+            assert "its recorded training time" in printed, printed  # checked against today's
+            assert record["recorded_step_s"] == pytest.approx(first.baseline["start_step_s"])
+            assert record["drift"] == pytest.approx(
+                record["timed_here"]["step_s"] / record["recorded_step_s"])
+            scale = record["drift"] if record["clock"] != "recorded" else 1.0
+            assert record["train_time_s"] == pytest.approx(
+                first.baseline["train_time_s"] * scale)
         else:  # a CSV says nothing of its machine: its step is timed here
             assert "its step timed here" in printed, printed
         assert record["kind"] == "history" and record["val_score"] == first.baseline["val_score"]

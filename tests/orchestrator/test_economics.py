@@ -234,11 +234,52 @@ def test_a_run_from_history_is_on_this_clock_only_as_this_tool_recorded_it_here(
                           "built-in classifier", {})
     assert not same_clock({**ours, "machine_kind": None, "task": None}, "here",
                           "built-in classifier", {})  # your own run, or a CSV: timed here
-    kept = record(ours, {}, None, "folder", "id")
+    kept = record(ours, {}, None, "folder", "id", own_clock=True)
     assert kept["train_time_s"] == 19.0 and kept["curve"] == curve and kept["clock"] == "recorded"
-    timed = record(ours, {}, {"status": "completed", "steps_per_epoch": 10, "step_s": 0.5,
-                              "one_off_s": 1.0}, "folder", "id")
+    step = {"status": "completed", "steps_per_epoch": 10, "step_s": 0.5, "one_off_s": 1.0}
+    timed = record(ours, {}, step, "folder", "id")
     assert timed["train_time_s"] == pytest.approx(1.0 + 2 * 5.0) and timed["clock"] == "timed here"
+    with pytest.raises(RuntimeError, match="could not be timed here"):
+        record(ours, {}, {"status": "infeasible", "reason": "out of memory"}, "folder", "id")
+
+
+def test_a_run_of_this_tool_is_scaled_where_the_machine_drifted_since():
+    """One machine kind is not one speed: the step the run timed before its training is held
+    against its step timed here. Within DRIFT_NOISE the recorded seconds stand; beyond it they
+    are scaled by the ratio, slower or faster (on the same VM kind, unet3d's 84-s baseline
+    timed its step 1.6x slower on another day). Nothing to hold it against: as recorded."""
+    from orchestrator.baseline import result_line
+    from orchestrator.history_baseline import DRIFT_NOISE, drifted, record, timed_step
+
+    curve = [[1, 0.6, 10.0], [2, 0.8, 19.0]]
+    ours = {"source": "runs:/r", "curve": curve, "settings": {}, "seconds_from": "train_time_s",
+            "machine_kind": "here", "task": "built-in classifier", "start_step_s": 0.04}
+
+    def here(*steps):
+        return timed_step([{"status": "completed", "step_s": s, "steps_per_epoch": 10}
+                           for s in steps])
+
+    same = record(ours, {}, here(0.041, 0.046, 0.039), "folder", "id", own_clock=True)
+    assert same["drift"] == pytest.approx(0.041 / 0.04)  # the median of the rounds
+    assert same["clock"] == "recorded" and same["train_time_s"] == 19.0
+    assert "the same clock: 0.0410 s a step here against 0.0400 s" in result_line("x", same)
+    slower = record(ours, {}, here(0.064, 0.066, 0.062), "folder", "id", own_clock=True)
+    assert slower["drift"] == pytest.approx(1.6) and slower["train_time_s"] == pytest.approx(30.4)
+    assert [t for _, _, t in slower["curve"]] == pytest.approx([16.0, 30.4])
+    assert slower["history_seconds"] == curve and slower["recorded_step_s"] == 0.04
+    assert "scaled 1.60x" in result_line("x", slower) and "19.0 s as recorded" in \
+        result_line("x", slower)
+    faster = record(ours, {}, here(0.02), "folder", "id", own_clock=True)
+    assert faster["train_time_s"] == pytest.approx(9.5)
+    # The edge: within the noise stands, past it scales.
+    assert not drifted(1 + DRIFT_NOISE - 1e-9) and drifted(1 + DRIFT_NOISE + 1e-9)
+    assert not drifted(1 / (1 + DRIFT_NOISE) + 1e-9) and drifted(1 / (1 + DRIFT_NOISE) - 1e-9)
+    # Nothing to hold it against (a run before start_step_s was recorded, a timing that failed).
+    for history, step in (({**ours, "start_step_s": None}, here(0.064)),
+                          (ours, timed_step([{"status": "infeasible", "reason": "oom"}]))):
+        kept = record(history, {}, step, "folder", "id", own_clock=True)
+        assert kept["train_time_s"] == 19.0 and kept["drift"] is None
+        assert "(the same clock)" in result_line("x", kept)
 
 
 def _decide(evidence: Evidence, tid: str, predicted_s: float, told: tuple) -> None:
@@ -357,11 +398,17 @@ def test_a_run_from_mlflow_keeps_what_it_measured_of_its_learning(tmp_path):
             client.log_metric(run, "train_loss", loss, step=epoch)
     for epoch, noise in [(1, 580.0), (3, 945.0)]:
         client.log_metric(ours, "noise_scale", noise, step=epoch)
+    for run in (ours, yours):
+        client.log_metric(run, "start_step_s", 0.04)
     history = load(f"runs:/{ours}", uri)
     assert history["noise"] == [[1, 580.0], [3, 945.0]]
     assert history["losses"] == [[1, 2.1], [3, 1.5]]  # what is not a number is left out
-    kept = record(history, {}, None, "folder", "id")
+    assert history["start_step_s"] == 0.04  # the step it timed before training
+    kept = record(history, {}, None, "folder", "id", own_clock=True)
     assert kept["noise"] == history["noise"] and kept["noise_scale"] == 945.0
     assert kept["losses"] == history["losses"]
-    own = record(load(f"runs:/{yours}", uri), {}, None, "folder", "id")
+    yours_history = load(f"runs:/{yours}", uri)
+    assert yours_history["start_step_s"] is None  # your own run's metric may mean anything
+    own = record(yours_history, {}, {"status": "completed", "step_s": 0.1, "steps_per_epoch": 5},
+                 "folder", "id")
     assert own["noise"] == [] and own["losses"] == [] and math.isnan(own["noise_scale"])

@@ -20,7 +20,8 @@ both sides of every ratio are on one clock:
   (docs/benchmarks.md). So its step is timed here too (`ROUNDS` times, the median), beside the
   step the run timed before its own training (`start_step_s`): where the two differ by more
   than `DRIFT_NOISE`, the recorded seconds are scaled by their ratio (`drift`), which keeps
-  what the loop adds to each step and moves it to today's speed;
+  what the loop adds to each step and moves it to today's speed. Not in a search that reuses
+  earlier searches' timings: they share the run's clock (`times_here`);
 * any other run: the baseline stage times its step on this machine for a few steps
   (orchestrator/step_timing.py), and each epoch of its curve takes that; the recorded seconds,
   from another machine or another day, are kept beside, as `history_seconds`.
@@ -136,6 +137,14 @@ def config_of(history: dict, base: dict, own: dict) -> dict:
     epochs = max(int(e) for e, _, _ in history["curve"])
     config = {**base, **history["settings"], **own, "epochs": epochs}
     return TrialConfig.from_dict(config).to_dict()
+
+
+def times_here(history: dict, own_clock: bool, learns_from: list[str]) -> bool:
+    """Whether the baseline's step is timed here: each epoch's time (not `own_clock`), or the
+    drift since this tool's run trained (it timed its step then). Not where the search reuses
+    earlier searches' timings (`learns_from`): they share the run's clock, and a baseline
+    scaled to today against a reused measured run would read the drift as a speedup."""
+    return not own_clock or (bool(history.get("start_step_s")) and not learns_from)
 
 
 def timed_step(results: list[dict]) -> dict | None:

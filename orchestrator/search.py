@@ -196,7 +196,7 @@ class Search:
         own = history_baseline.same_clock(history, plan_machine_kind(p.plan), self._task_name(),
                                           self.spec.baseline_set)
         timed = None
-        if not own or history.get("start_step_s"):  # its step here, and (own) the drift since
+        if history_baseline.times_here(history, own, self.strategy.learns_from(ctx)):
             timed = history_baseline.timed_step(run_screen(
                 [dict(config) for _ in range(history_baseline.ROUNDS)], meta=p.data.meta(),
                 n_train=len(p.data.x_train), datasets=ctx.datasets(), plan=p.plan,

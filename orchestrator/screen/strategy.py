@@ -110,6 +110,9 @@ class ScreenStrategy(Strategy):
     def known_measurement(self, ctx: StageContext, config: dict) -> dict | None:
         return self.knowledge(ctx).measured(config, ctx.objective.target)
 
+    def learns_from(self, ctx: StageContext) -> list[str]:
+        return self.knowledge(ctx).searches()
+
     # -- screen -------------------------------------------------------------------------------
     def screen(self, ctx: StageContext) -> None:
         started, p = time.time(), ctx.prepared

@@ -249,7 +249,8 @@ def test_a_run_of_this_tool_is_scaled_where_the_machine_drifted_since():
     are scaled by the ratio, slower or faster (on the same VM kind, unet3d's 84-s baseline
     timed its step 1.6x slower on another day). Nothing to hold it against: as recorded."""
     from orchestrator.baseline import result_line
-    from orchestrator.history_baseline import DRIFT_NOISE, drifted, record, timed_step
+    from orchestrator.history_baseline import (DRIFT_NOISE, drifted, record, timed_step,
+                                               times_here)
 
     curve = [[1, 0.6, 10.0], [2, 0.8, 19.0]]
     ours = {"source": "runs:/r", "curve": curve, "settings": {}, "seconds_from": "train_time_s",
@@ -274,6 +275,11 @@ def test_a_run_of_this_tool_is_scaled_where_the_machine_drifted_since():
     # The edge: within the noise stands, past it scales.
     assert not drifted(1 + DRIFT_NOISE - 1e-9) and drifted(1 + DRIFT_NOISE + 1e-9)
     assert not drifted(1 / (1 + DRIFT_NOISE) + 1e-9) and drifted(1 / (1 + DRIFT_NOISE) - 1e-9)
+    # Timed here: every run not on its own clock; this tool's where it timed its step then, but
+    # not where the search reuses earlier searches' timings (they share its clock).
+    assert times_here({}, False, []) and times_here({}, False, ["earlier"])
+    assert times_here(ours, True, []) and not times_here(ours, True, ["earlier"])
+    assert not times_here({**ours, "start_step_s": None}, True, [])
     # Nothing to hold it against (a run before start_step_s was recorded, a timing that failed).
     for history, step in (({**ours, "start_step_s": None}, here(0.064)),
                           (ours, timed_step([{"status": "infeasible", "reason": "oom"}]))):

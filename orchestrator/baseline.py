@@ -153,6 +153,9 @@ def result_line(kind: str, record: dict, own: str | None = None) -> str:
     for a baseline recorded before); `own`: this search's id (a baseline an earlier search of
     the same question recorded says where)."""
     where = kind if kind in BASELINES else f"{record['kind']}, recorded in {kind}"
+    if record.get("recorded_train_time_s") is not None:  # a baseline.json of another speed
+        where += (f", scaled {record['drift']:.2f}x: this machine's speed moved since it ran "
+                  f"({record['recorded_train_time_s']:.1f} s as recorded)")
     if record.get("kind") == "history":
         where = f"history, {kind}: " + _history_clock(record)
     if kind in BASELINES and own is not None and record.get("search_id") not in (None, own):

@@ -172,6 +172,26 @@ def drifted(ratio: float | None) -> bool:
     return ratio is not None and abs(math.log(ratio)) > math.log1p(DRIFT_NOISE)
 
 
+# The seconds of a search's recorded baseline (its baseline.json) that move with the machine.
+SECONDS = ("train_time_s", "full_run_s", "time_to_score_s")
+
+
+def at_todays_speed(recorded: dict, timed: dict | None) -> dict:
+    """A baseline a search recorded (its baseline.json, given by path to a search that reuses
+    no earlier timings), held to this machine's speed as this tool's run from history is: its
+    seconds scaled where its step timed here `drifted` from the one it timed then."""
+    ratio = drift(recorded, timed)
+    if not drifted(ratio):
+        return {**recorded, "drift": ratio, "timed_here": timed}
+    scaled = {k: recorded[k] * ratio for k in SECONDS
+              if isinstance(recorded.get(k), (int, float))}
+    # Its step is now today's: given again, it is scaled from here, not twice.
+    return {**recorded, **scaled, "curve": [[e, s, t * ratio] for e, s, t in recorded["curve"]],
+            "recorded_train_time_s": recorded["train_time_s"], "drift": ratio,
+            "recorded_step_s": recorded["start_step_s"], "start_step_s": timed["step_s"],
+            "timed_here": timed, "clock": "recorded, scaled by the machine's drift"}
+
+
 def record(history: dict, config: dict, timed: dict | None, search: str, search_id: str,
            own_clock: bool = False) -> dict:
     """The baseline's record (baseline.json) from its history and its step timed here (a

@@ -181,28 +181,35 @@ class Search:
                                              str(self.folder.root), ctx.search_id)
         elif history_baseline.is_history(kind):  # your run: its curve, on this clock
             record = self._history_baseline(kind)
-        else:  # measured before: compare with it, do not run it again
+        else:  # measured before: compare with it, do not run it again; at today's speed
             record = baselines.load_record(kind)
+            if record.get("start_step_s") and not self.strategy.learns_from(ctx):
+                record = history_baseline.at_todays_speed(
+                    record, self._time_here(baselines.resolved_config(record)))
         self.folder.baseline.write_text(json.dumps(record, indent=2, default=str))
         self.read_baseline()
         ctx.say(baselines.result_line(kind, record, ctx.search_id))
 
     def _history_baseline(self, source: str) -> dict:
-        from orchestrator.step_timing import run_screen
-
         ctx, p = self.ctx, self.ctx.prepared
         history = history_baseline.load(source, self.spec.resolved_tracking_uri())
         config = history_baseline.config_of(history, p.base, self.spec.baseline_set)
         own = history_baseline.same_clock(history, plan_machine_kind(p.plan), self._task_name(),
                                           self.spec.baseline_set)
-        timed = None
-        if history_baseline.times_here(history, own, self.strategy.learns_from(ctx)):
-            timed = history_baseline.timed_step(run_screen(
-                [dict(config) for _ in range(history_baseline.ROUNDS)], meta=p.data.meta(),
-                n_train=len(p.data.x_train), datasets=ctx.datasets(), plan=p.plan,
-                task=ctx.task()))
+        timed = self._time_here(config) if history_baseline.times_here(
+            history, own, self.strategy.learns_from(ctx)) else None
         return history_baseline.record(history, config, timed, str(self.folder.root),
                                        ctx.search_id, own_clock=own)
+
+    def _time_here(self, config: dict) -> dict | None:
+        """The baseline's settings timed on this machine for a few steps: the median of
+        history_baseline.ROUNDS timings."""
+        from orchestrator.step_timing import run_screen
+
+        ctx, p = self.ctx, self.ctx.prepared
+        return history_baseline.timed_step(run_screen(
+            [dict(config) for _ in range(history_baseline.ROUNDS)], meta=p.data.meta(),
+            n_train=len(p.data.x_train), datasets=ctx.datasets(), plan=p.plan, task=ctx.task()))
 
     def _train_baseline(self, config: dict):
         from trainables.trial.trainable import reuse_actors

@@ -136,3 +136,37 @@ def test_a_baseline_from_history_trains_no_baseline(first, tmp_path):
         assert [e for e, _, _ in record["curve"]] == [e for e, _, _ in first.baseline["curve"]]
         assert record["train_time_s"] > 0 and result.economics["baseline_s"] == \
             record["train_time_s"]
+
+
+def test_a_recorded_baseline_is_held_to_todays_speed_unless_its_clock_is_reused(first, tmp_path):
+    """The first search's baseline given again: in a folder of its own (its baseline.json) its
+    step is timed here beside the one it timed then, and its seconds scaled only beyond the
+    noise; in the first's folder (its MLflow run), the search reuses the first's timings, so the
+    baseline keeps their clock and the answer its speedup, to the byte (issue 41)."""
+    from mlflow.tracking import MlflowClient
+
+    from orchestrator.history_baseline import drifted
+
+    store, data, first, _ = first
+    spec = _spec(tmp_path, data, small, "from-json")
+    spec.baseline, spec.num_trials = str(Path(first.output_dir) / "baseline.json"), 1
+    out = io.StringIO()
+    record = run_search(spec, out=out).baseline
+    assert "[baseline" not in out.getvalue(), out.getvalue()
+    assert record["drift"] == pytest.approx(record["timed_here"]["step_s"] /
+                                            first.baseline["start_step_s"])
+    scale = record["drift"] if drifted(record["drift"]) else 1.0
+    assert record["train_time_s"] == pytest.approx(first.baseline["train_time_s"] * scale)
+
+    client = MlflowClient(f"sqlite:///{store / 'mlflow.db'}")
+    (run,) = [r for r in client.search_runs(
+        [client.get_experiment_by_name("mine").experiment_id])
+        if r.data.tags.get("orchestrator.trial_id") == first.baseline["trial_id"]]
+    spec = _spec(store, data, small, "mine")  # the first's folder: it learns from the first
+    spec.baseline = f"runs:/{run.info.run_id}"
+    out = io.StringIO()
+    again = run_search(spec, out=out)
+    assert _trained(out.getvalue()) == [], out.getvalue()
+    assert again.baseline["timed_here"] is None and again.baseline["drift"] is None
+    assert again.economics["baseline_s"] == pytest.approx(first.economics["baseline_s"])
+    assert again.economics["speedup"] == pytest.approx(first.economics["speedup"])

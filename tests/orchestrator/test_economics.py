@@ -288,6 +288,35 @@ def test_a_run_of_this_tool_is_scaled_where_the_machine_drifted_since():
         assert "(the same clock)" in result_line("x", kept)
 
 
+def test_a_recorded_baseline_json_is_held_to_todays_speed_once():
+    """A search's baseline.json given by path is held to this machine's speed as this tool's
+    run from history is: within the noise as recorded; beyond it every one of its seconds
+    scaled, and its step now today's, so given again it is not scaled twice."""
+    from orchestrator.baseline import result_line
+    from orchestrator.history_baseline import at_todays_speed
+
+    recorded = {"kind": "seeds", "config": {}, "status": "completed", "val_score": 0.8,
+                "train_time_s": 20.0, "full_run_s": 20.0, "time_to_score_s": 18.0,
+                "curve": [[1, 0.6, 10.0], [2, 0.8, 20.0]], "start_step_s": 0.04}
+
+    def here(step):
+        return {"status": "completed", "step_s": step, "steps_per_epoch": 10}
+
+    same = at_todays_speed(recorded, here(0.044))
+    assert same["train_time_s"] == 20.0 and same["curve"] == recorded["curve"]
+    assert "scaled" not in result_line("b.json", same)
+    slower = at_todays_speed(recorded, here(0.08))
+    assert slower["drift"] == pytest.approx(2.0) and slower["recorded_train_time_s"] == 20.0
+    assert [slower[k] for k in ("train_time_s", "full_run_s", "time_to_score_s")] == \
+        pytest.approx([40.0, 40.0, 36.0])
+    assert [t for _, _, t in slower["curve"]] == pytest.approx([20.0, 40.0])
+    assert "scaled 2.00x" in result_line("b.json", slower) and "20.0 s as recorded" in \
+        result_line("b.json", slower)
+    again = at_todays_speed(slower, here(0.08))  # its step is today's now: not scaled twice
+    assert again["train_time_s"] == pytest.approx(40.0) and again["drift"] == pytest.approx(1.0)
+    assert at_todays_speed(recorded, {"status": "failed"})["train_time_s"] == 20.0
+
+
 def _decide(evidence: Evidence, tid: str, predicted_s: float, told: tuple) -> None:
     """A contender proposed at `predicted_s` that the race decided as `told` (low, mid, high,
     epoch, reach, paced)."""

@@ -154,8 +154,7 @@ def result_line(kind: str, record: dict, own: str | None = None) -> str:
     the same question recorded says where)."""
     where = kind if kind in BASELINES else f"{record['kind']}, recorded in {kind}"
     if record.get("recorded_train_time_s") is not None:  # a baseline.json of another speed
-        where += (f", scaled {record['drift']:.2f}x: this machine's speed moved since it ran "
-                  f"({record['recorded_train_time_s']:.1f} s as recorded)")
+        where += _scaled(record["drift"], "", record["recorded_train_time_s"])
     if record.get("kind") == "history":
         where = f"history, {kind}: " + _history_clock(record)
     if kind in BASELINES and own is not None and record.get("search_id") not in (None, own):
@@ -176,8 +175,13 @@ def _history_clock(record: dict) -> str:
     steps = f"{record['timed_here']['step_s']:.4f} s a step here against {then:.4f} s"
     if record["clock"] == "recorded":
         return said + f" (the same clock: {steps})"
-    return (said + f", scaled {ratio:.2f}x: this machine's speed moved since it ran ({steps}; "
-            f"{record['history_seconds'][-1][2]:.1f} s as recorded)")
+    return said + _scaled(ratio, steps + "; ", record["history_seconds"][-1][2])
+
+
+def _scaled(ratio: float, steps: str, recorded_s: float) -> str:
+    """What a baseline held to today's speed says of it (orchestrator/history_baseline.py)."""
+    return (f", scaled {ratio:.2f}x: this machine's speed moved since it ran ({steps}"
+            f"{recorded_s:.1f} s as recorded)")
 
 
 def resolved_config(record: dict) -> dict[str, Any]:

@@ -174,6 +174,7 @@ def drifted(ratio: float | None) -> bool:
 
 # The seconds of a search's recorded baseline (its baseline.json) that move with the machine.
 SECONDS = ("train_time_s", "full_run_s", "time_to_score_s")
+SCALED = "recorded, scaled by the machine's drift"
 
 
 def at_todays_speed(recorded: dict, timed: dict | None) -> dict:
@@ -189,7 +190,7 @@ def at_todays_speed(recorded: dict, timed: dict | None) -> dict:
     return {**recorded, **scaled, "curve": [[e, s, t * ratio] for e, s, t in recorded["curve"]],
             "recorded_train_time_s": recorded["train_time_s"], "drift": ratio,
             "recorded_step_s": recorded["start_step_s"], "start_step_s": timed["step_s"],
-            "timed_here": timed, "clock": "recorded, scaled by the machine's drift"}
+            "timed_here": timed, "clock": SCALED}
 
 
 def record(history: dict, config: dict, timed: dict | None, search: str, search_id: str,
@@ -202,7 +203,7 @@ def record(history: dict, config: dict, timed: dict | None, search: str, search_
     if own_clock:
         scale = ratio if drifted(ratio) else 1.0
         curve = [[int(e), float(s), float(t) * scale] for e, s, t in history["curve"]]
-        clock = "recorded, scaled by the machine's drift" if scale != 1.0 else "recorded"
+        clock = SCALED if scale != 1.0 else "recorded"
     elif timed is None or timed.get("status") != TrialStatus.COMPLETED:
         raise RuntimeError(f"the baseline's settings could not be timed here "
                            f"({(timed or {}).get('status')}: {(timed or {}).get('reason')})")

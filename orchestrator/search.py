@@ -183,7 +183,7 @@ class Search:
             record = self._history_baseline(kind)
         else:  # measured before: compare with it, do not run it again; at today's speed
             record = baselines.load_record(kind)
-            if record.get("start_step_s") and not self.strategy.learns_from(ctx):
+            if history_baseline.times_here(record, True, self.strategy.learns_from(ctx)):
                 record = history_baseline.at_todays_speed(
                     record, self._time_here(baselines.resolved_config(record)))
         self.folder.baseline.write_text(json.dumps(record, indent=2, default=str))

@@ -165,7 +165,7 @@ def result_line(kind: str, record: dict, own: str | None = None) -> str:
 
 def _history_clock(record: dict) -> str:
     """Whose seconds a baseline from history is compared in (orchestrator/history_baseline.py)."""
-    if record.get("clock") == "timed here":
+    if record.get("clock") == history_baseline.TIMED_HERE:
         return (f"its step timed here; its recorded seconds from {record['seconds_from']} "
                 "kept beside")
     said = "its recorded training time, this tool's on this machine kind"

@@ -20,8 +20,10 @@ both sides of every ratio are on one clock:
   (docs/benchmarks.md). So its step is timed here too (`ROUNDS` times, the median), beside the
   step the run timed before its own training (`start_step_s`): where the two differ by more
   than `DRIFT_NOISE`, the recorded seconds are scaled by their ratio (`drift`), which keeps
-  what the loop adds to each step and moves it to today's speed. Not in a search that reuses
-  earlier searches' timings: they share the run's clock (`times_here`);
+  what the loop adds to each step and moves it to today's speed (`times_here`). The same holds
+  for a baseline an earlier search recorded (its baseline.json, or the one a repeated search
+  reuses), and its clock is what the search's reuse goes by: earlier timings made at another
+  speed are measured again (`clock_of`, orchestrator/screen/knowledge.py);
 * any other run: the baseline stage times its step on this machine for a few steps
   (orchestrator/step_timing.py), and each epoch of its curve takes that; the recorded seconds,
   from another machine or another day, are kept beside, as `history_seconds`.
@@ -139,12 +141,13 @@ def config_of(history: dict, base: dict, own: dict) -> dict:
     return TrialConfig.from_dict(config).to_dict()
 
 
-def times_here(history: dict, own_clock: bool, learns_from: list[str]) -> bool:
+def times_here(history: dict, own_clock: bool) -> bool:
     """Whether the baseline's step is timed here: each epoch's time (not `own_clock`), or the
-    drift since this tool's run trained (it timed its step then). Not where the search reuses
-    earlier searches' timings (`learns_from`): they share the run's clock, and a baseline
-    scaled to today against a reused measured run would read the drift as a speedup."""
-    return not own_clock or (bool(history.get("start_step_s")) and not learns_from)
+    drift since this tool's run trained (it timed its step then). A search that reuses earlier
+    searches' timings is timed too: what they timed at another speed is not reused
+    (`clock_of`), so the baseline, scaled or not, and every timing compared with it share one
+    clock."""
+    return not own_clock or bool(history.get("start_step_s"))
 
 
 def timed_step(results: list[dict]) -> dict | None:
@@ -172,16 +175,38 @@ def drifted(ratio: float | None) -> bool:
     return ratio is not None and abs(math.log(ratio)) > math.log1p(DRIFT_NOISE)
 
 
+def clock_of(record: dict | None) -> float | None:
+    """The step (seconds) that a baseline record's seconds are on: today's where it was timed
+    here and scaled to it (or each epoch took it), else the one its run timed before training.
+    A search stamps what it measures with it, and reuses only what was measured within
+    `DRIFT_NOISE` of it (orchestrator/screen/knowledge.py); None: no step known (a record
+    from before steps were recorded), and reuse goes by the machine kind alone."""
+    if not record:
+        return None
+    timed = record.get("timed_here") or {}
+    if record.get("clock") in (SCALED, TIMED_HERE) and timed.get("step_s"):
+        return float(timed["step_s"])
+    step = record.get("start_step_s") or record.get("recorded_step_s")
+    return float(step) if step else None
+
+
+def same_speed(step_s: float | None, clock: float | None) -> bool:
+    """Whether a timing made where the step took `step_s` is on `clock` (either unknown: yes)."""
+    return not step_s or not clock or not drifted(float(clock) / float(step_s))
+
+
 # The seconds of a search's recorded baseline (its baseline.json) that move with the machine.
 SECONDS = ("train_time_s", "full_run_s", "time_to_score_s")
 SCALED = "recorded, scaled by the machine's drift"
+TIMED_HERE = "timed here"
 
 
 def at_todays_speed(recorded: dict, timed: dict | None) -> dict:
-    """A baseline a search recorded (its baseline.json, given by path to a search that reuses
-    no earlier timings), held to this machine's speed as this tool's run from history is: its
+    """A baseline a search recorded (its baseline.json given by path, or the one a repeated
+    search reuses), held to this machine's speed as this tool's run from history is: its
     seconds scaled where its step timed here `drifted` from the one it timed then."""
-    ratio = drift(recorded, timed)
+    then = clock_of(recorded)
+    ratio = drift({"start_step_s": then}, timed)
     if not drifted(ratio):
         return {**recorded, "drift": ratio, "timed_here": timed}
     scaled = {k: recorded[k] * ratio for k in SECONDS
@@ -189,7 +214,7 @@ def at_todays_speed(recorded: dict, timed: dict | None) -> dict:
     # Its step is now today's: given again, it is scaled from here, not twice.
     return {**recorded, **scaled, "curve": [[e, s, t * ratio] for e, s, t in recorded["curve"]],
             "recorded_train_time_s": recorded["train_time_s"], "drift": ratio,
-            "recorded_step_s": recorded["start_step_s"], "start_step_s": timed["step_s"],
+            "recorded_step_s": then, "start_step_s": timed["step_s"],
             "timed_here": timed, "clock": SCALED}
 
 
@@ -212,7 +237,7 @@ def record(history: dict, config: dict, timed: dict | None, search: str, search_
         one_off = timed.get("one_off_s", 0.0)
         curve = [[int(e), float(s), one_off + int(e) * per_epoch]
                  for e, s, _ in history["curve"]]
-        clock = "timed here"
+        clock = TIMED_HERE
     epochs, noise = curve[-1][0], history.get("noise") or []
     return {"kind": "history", "source": history["source"], "config": config,
             "trial_id": history["source"], "status": str(TrialStatus.COMPLETED),

@@ -179,13 +179,12 @@ class Search:
                 rec = done[-1] if done else self._train_baseline(config)
                 record = baselines.record_of(kind, config, rec, self.tracker.parent_run_id,
                                              str(self.folder.root), ctx.search_id)
+            else:  # an earlier search's: at today's speed, as a recorded one
+                record = self._at_todays_speed(record)
         elif history_baseline.is_history(kind):  # your run: its curve, on this clock
             record = self._history_baseline(kind)
         else:  # measured before: compare with it, do not run it again; at today's speed
-            record = baselines.load_record(kind)
-            if history_baseline.times_here(record, True, self.strategy.learns_from(ctx)):
-                record = history_baseline.at_todays_speed(
-                    record, self._time_here(baselines.resolved_config(record)))
+            record = self._at_todays_speed(baselines.load_record(kind))
         self.folder.baseline.write_text(json.dumps(record, indent=2, default=str))
         self.read_baseline()
         ctx.say(baselines.result_line(kind, record, ctx.search_id))
@@ -196,10 +195,18 @@ class Search:
         config = history_baseline.config_of(history, p.base, self.spec.baseline_set)
         own = history_baseline.same_clock(history, plan_machine_kind(p.plan), self._task_name(),
                                           self.spec.baseline_set)
-        timed = self._time_here(config) if history_baseline.times_here(
-            history, own, self.strategy.learns_from(ctx)) else None
+        timed = self._time_here(config) if history_baseline.times_here(history, own) else None
         return history_baseline.record(history, config, timed, str(self.folder.root),
                                        ctx.search_id, own_clock=own)
+
+    def _at_todays_speed(self, record: dict) -> dict:
+        """A baseline an earlier search recorded, its seconds scaled where this machine's speed
+        moved since (its step timed here against the one it timed then); its clock is what
+        the search reuses earlier timings by (history_baseline.clock_of)."""
+        if not history_baseline.clock_of(record):  # recorded before steps were: as it is
+            return record
+        return history_baseline.at_todays_speed(
+            record, self._time_here(baselines.resolved_config(record)))
 
     def _time_here(self, config: dict) -> dict | None:
         """The baseline's settings timed on this machine for a few steps: the median of

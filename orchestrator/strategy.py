@@ -72,11 +72,6 @@ class Strategy(ABC):
         machine kind; None: train it."""
         return None
 
-    def learns_from(self, ctx: StageContext) -> list[str]:
-        """The earlier searches whose timings this one reuses (their clock is the one it
-        compares on)."""
-        return []
-
     def loop_alone_s(self, ctx: StageContext) -> float | None:
         """The baseline's own settings in the optimized loop, projected to the baseline's
         length (seconds of training); None where the strategy did not time them."""

@@ -6,7 +6,15 @@ by every screen search, read by the next. The model is a built-in workload's nam
 `module:function` path, or for a Python function its qualified name and a digest of its
 parameter shapes (`model_identity`): two models on the same data share nothing.
 
-Every entry names the machine kind it was measured on (orchestrator/machine.py). Reused:
+Every entry names the machine kind it was measured on (orchestrator/machine.py), and the
+machine's speed then: the search's clock, the step of its baseline's settings
+(orchestrator/history_baseline.py `clock_of`). One machine kind is not one speed: the same
+2-core VM kind ran unet3d's steps at 0.52-0.80x the speed of a few hours before (docs/benchmarks.md).
+A search holds an earlier baseline to today's speed (its step timed here), and reuses only what
+was measured within `DRIFT_NOISE` of that: a timing from a faster day, beside a baseline scaled
+to today, would read the drift as a speedup; beside one that is not, it would rank a fresh
+measurement against a stale one. An entry without a speed (written before speeds were kept) goes
+by the machine kind alone. Reused:
 * a screen of the same configuration on this machine kind (not timed again);
 * a whole screen of the same candidates and plan on this machine kind (its results as they
   were: a repeated search predicts what the first predicted, and confirms what it confirmed);
@@ -27,11 +35,14 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator import jsonl
+from orchestrator.history_baseline import same_speed
 from trainables.identity import config_key, run_key
 
 SCREEN, BASELINE, CONFIRM, MEASURED, SEARCH = "screen", "baseline", "confirm", "measured", \
     "search"
 WHOLE_SCREEN = "whole_screen"
+# The step (seconds) of the search's baseline settings when an entry was measured: its speed.
+CLOCK = "clock_step_s"
 
 
 def same_target(a: float, b: float) -> bool:
@@ -62,6 +73,8 @@ class Knowledge:
     path: Path
     machine: str
     entries: list[dict] = field(default_factory=list)
+    # This search's clock (history_baseline.clock_of): None until its baseline is known.
+    clock: float | None = None
 
     @classmethod
     def load(cls, output_dir: str | Path, model: str, digest: str, machine: str) -> Knowledge:
@@ -76,7 +89,15 @@ class Knowledge:
         return [e["folder"] for e in self.entries if e["kind"] == SEARCH]
 
     def _here(self, kind: str) -> list[dict]:
-        return [e for e in self.entries if e["kind"] == kind and e["machine"] == self.machine]
+        """Entries of `kind` measured on this machine kind, at this search's speed."""
+        return [e for e in self.entries if e["kind"] == kind and e["machine"] == self.machine
+                and same_speed(e.get(CLOCK), self.clock)]
+
+    def elsewhen(self) -> int:
+        """Entries of this machine kind measured at another speed than this search's (not
+        reused: measured again)."""
+        return sum(1 for e in self.entries if e["kind"] != SEARCH and
+                   e["machine"] == self.machine and not same_speed(e.get(CLOCK), self.clock))
 
     def screened(self, config: dict[str, Any]) -> dict | None:
         """An earlier screen of `config` on this machine kind (the latest)."""
@@ -131,6 +152,8 @@ class Knowledge:
 
     def add(self, kind: str, **entry: Any) -> None:
         line = {"kind": kind, "machine": self.machine, **entry}
+        if self.clock is not None:
+            line[CLOCK] = self.clock
         self.entries.append(line)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         jsonl.append(self.path, line, default=str)

@@ -25,7 +25,7 @@ import json
 import math
 import time
 
-from orchestrator import measure
+from orchestrator import history_baseline, measure
 from orchestrator.records import Role, TrialRecord
 from orchestrator.screen import predict as predictor
 from orchestrator.screen import screening
@@ -88,6 +88,10 @@ class ScreenStrategy(Strategy):
             self._knowledge = Knowledge.load(
                 ctx.spec.output_dir, model_identity(ctx.spec, p.base, p.data.meta()),
                 dataset_record(p.data).digest, plan_machine_kind(p.plan))
+        # The machine's speed this search compares on, once its baseline is known (timed here
+        # where an earlier search recorded it): what it measures is stamped with it, and what
+        # earlier searches measured at another speed is not reused.
+        self._knowledge.clock = history_baseline.clock_of(ctx.baseline)
         return self._knowledge
 
     def header(self, ctx: StageContext) -> list[str]:
@@ -110,12 +114,15 @@ class ScreenStrategy(Strategy):
     def known_measurement(self, ctx: StageContext, config: dict) -> dict | None:
         return self.knowledge(ctx).measured(config, ctx.objective.target)
 
-    def learns_from(self, ctx: StageContext) -> list[str]:
-        return self.knowledge(ctx).searches()
-
     # -- screen -------------------------------------------------------------------------------
     def screen(self, ctx: StageContext) -> None:
         started, p = time.time(), ctx.prepared
+        moved = self.knowledge(ctx).elsewhen()
+        if moved:  # what an earlier search timed at another speed is timed again
+            ctx.say(f"screen: {moved} earlier measurements of this model and data were made "
+                    f"while this machine ran at another speed (beyond "
+                    f"{history_baseline.DRIFT_NOISE:.0%} of this search's baseline step, "
+                    f"{self.knowledge(ctx).clock:.4f} s): not reused, measured again")
         # The baseline's own settings in the optimized loop ride along with the first round.
         first = [*screening.candidates(p.searched, p.base), self._loop_alone_config(ctx)]
         plan = canonical({"candidates": [config_key(c) for c in first],

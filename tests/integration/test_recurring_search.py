@@ -1,19 +1,26 @@
 """A search asked again stands by its answer (issue 38, item 6), through the Python API with a
-model given as a function: the same model, data, machine kind and target settle everything the
-first search measured, so the second trains nothing (no baseline, no confirmation, no measured
-run), costs a fraction of the first and hands over the same configuration; a second model on the
-same data, in the same output folder, shares nothing with the first."""
+model given as a function: the same model, data, machine kind, speed and target settle
+everything the first search measured, so the second trains nothing (no baseline, no
+confirmation, no measured run), costs a fraction of the first and hands over the same
+configuration; a second model on the same data, in the same output folder, shares nothing with
+the first; and where the machine's speed moved since, nothing timed at the old speed is reused.
+
+Whether this machine runs at the first search's speed is measured (a millisecond step on a busy
+2-core machine can time 25% apart): the tests about reuse hold the speed (`same_speed`), the
+one about a moved speed moves it by 10x in the first's measurements."""
 
 from __future__ import annotations
 
 import io
 import json
+import math
+import shutil
 from pathlib import Path
 
 import pytest
 from torch import nn
 
-from orchestrator import SearchSpec, run_search
+from orchestrator import SearchSpec, history_baseline, jsonl, run_search
 
 pytestmark = pytest.mark.integration
 
@@ -61,7 +68,13 @@ def first(ray_session, tmp_path_factory):
     return tmp_path, data, result, out.getvalue()
 
 
-def test_a_repeated_search_trains_nothing_and_hands_over_the_same_answer(first):
+@pytest.fixture
+def same_speed(monkeypatch):
+    """This machine runs at the first search's speed, whatever a busy moment times."""
+    monkeypatch.setattr(history_baseline, "DRIFT_NOISE", math.inf)
+
+
+def test_a_repeated_search_trains_nothing_and_hands_over_the_same_answer(first, same_speed):
     tmp_path, data, first, first_out = first
     assert first.economics is not None, first_out[-3000:]
     assert _trained(first_out)  # its baseline at least
@@ -138,11 +151,13 @@ def test_a_baseline_from_history_trains_no_baseline(first, tmp_path):
             record["train_time_s"]
 
 
-def test_a_recorded_baseline_is_held_to_todays_speed_unless_its_clock_is_reused(first, tmp_path):
+def test_a_recorded_baseline_is_held_to_todays_speed_and_so_is_what_is_reused(
+        first, tmp_path, monkeypatch):
     """The first search's baseline given again: in a folder of its own (its baseline.json) its
     step is timed here beside the one it timed then, and its seconds scaled only beyond the
-    noise; in the first's folder (its MLflow run), the search reuses the first's timings, so the
-    baseline keeps their clock and the answer its speedup, to the byte (issue 41)."""
+    noise; in the first's folder (its MLflow run), at the first's speed, the search reuses the
+    first's timings: the baseline keeps their clock and the answer its speedup, to the byte
+    (issue 41)."""
     from mlflow.tracking import MlflowClient
 
     from orchestrator.history_baseline import drifted
@@ -164,9 +179,53 @@ def test_a_recorded_baseline_is_held_to_todays_speed_unless_its_clock_is_reused(
         if r.data.tags.get("orchestrator.trial_id") == first.baseline["trial_id"]]
     spec = _spec(store, data, small, "mine")  # the first's folder: it learns from the first
     spec.baseline = f"runs:/{run.info.run_id}"
+    monkeypatch.setattr(history_baseline, "DRIFT_NOISE", math.inf)  # at the first's speed
     out = io.StringIO()
     again = run_search(spec, out=out)
     assert _trained(out.getvalue()) == [], out.getvalue()
-    assert again.baseline["timed_here"] is None and again.baseline["drift"] is None
+    assert again.baseline["drift"] == pytest.approx(again.baseline["timed_here"]["step_s"] /
+                                                    first.baseline["start_step_s"])
+    assert again.baseline["clock"] == "recorded"
     assert again.economics["baseline_s"] == pytest.approx(first.economics["baseline_s"])
     assert again.economics["speedup"] == pytest.approx(first.economics["speedup"])
+
+
+def test_asked_again_where_the_machines_speed_moved_nothing_timed_at_the_old_speed_is_reused(
+        first, tmp_path):
+    """The first search's measurements, as if made on a day this machine ran 10x faster (their
+    speed, and its baseline's step, rewritten): asked again, the search holds the baseline it
+    recorded to today's speed (not trained again: scaled), and times, confirms and measures
+    anew, on today's clock, instead of ranking today's runs against the old day's
+    (issue 41: equal terms)."""
+    from tests.conftest import sqlite_store
+
+    store, data, first, _ = first
+    faster = 0.1
+    known = tmp_path / "runs" / "measurements"
+    shutil.copytree(store / "runs" / "measurements", known)
+    (path,) = [p for p in known.glob("*.jsonl") if "small" in p.name]
+    entries = list(jsonl.read(path))
+    for entry in entries:
+        assert entry.get("clock_step_s"), entry  # the first stamped what it measured
+        entry["clock_step_s"] *= faster
+        if entry["kind"] == "baseline":  # its run's step then (a run from history: its own)
+            for key in ("start_step_s", "recorded_step_s"):
+                if entry["record"].get(key):
+                    entry["record"][key] *= faster
+    path.write_text("".join(json.dumps(e) + "\n" for e in entries))
+    sqlite_store(tmp_path)
+    out = io.StringIO()
+    again = run_search(_spec(tmp_path, data, small, "mine"), out=out)
+    printed = out.getvalue()
+    record = again.baseline
+    assert "[baseline" not in printed and "recorded by" in printed, printed  # not trained
+    then = first.baseline["start_step_s"] * faster
+    assert record["drift"] == pytest.approx(record["timed_here"]["step_s"] / then)
+    assert history_baseline.drifted(record["drift"]) and "scaled" in printed
+    assert record["train_time_s"] == pytest.approx(first.baseline["train_time_s"] *
+                                                   record["drift"])
+    assert again.economics["baseline_s"] == pytest.approx(record["train_time_s"])
+    assert "not reused, measured again" in printed and "known from earlier" not in printed
+    assert _trained(printed), printed  # confirmed and measured anew: today's clock
+    today = [e for e in jsonl.read(path)][len(entries):]
+    assert today and {e["clock_step_s"] for e in today} == {record["timed_here"]["step_s"]}

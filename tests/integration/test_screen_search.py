@@ -41,8 +41,13 @@ def _spec(tmp_path: Path, data: str, name: str, **changes) -> SearchSpec:
 
 
 def test_screen_predict_confirm_then_a_second_search_starts_from_the_first(
-        ray_session, tmp_path):
+        ray_session, tmp_path, monkeypatch):
+    from orchestrator import history_baseline
     from tests.conftest import make_npz, sqlite_store
+
+    # The machine runs at one speed throughout (what a moved speed does is
+    # tests/integration/test_recurring_search.py's): a busy moment must not read as a new day.
+    monkeypatch.setattr(history_baseline, "DRIFT_NOISE", float("inf"))
 
     data = make_npz(tmp_path / "tiny.npz", n=480, n_val=120)
     sqlite_store(tmp_path)  # the store _spec names, its tables made

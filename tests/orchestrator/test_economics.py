@@ -249,8 +249,8 @@ def test_a_run_of_this_tool_is_scaled_where_the_machine_drifted_since():
     are scaled by the ratio, slower or faster (on the same VM kind, unet3d's 84-s baseline
     timed its step 1.6x slower on another day). Nothing to hold it against: as recorded."""
     from orchestrator.baseline import result_line
-    from orchestrator.history_baseline import (DRIFT_NOISE, drifted, record, timed_step,
-                                               times_here)
+    from orchestrator.history_baseline import (DRIFT_NOISE, clock_of, drifted, record,
+                                               timed_step, times_here)
 
     curve = [[1, 0.6, 10.0], [2, 0.8, 19.0]]
     ours = {"source": "runs:/r", "curve": curve, "settings": {}, "seconds_from": "train_time_s",
@@ -275,11 +275,13 @@ def test_a_run_of_this_tool_is_scaled_where_the_machine_drifted_since():
     # The edge: within the noise stands, past it scales.
     assert not drifted(1 + DRIFT_NOISE - 1e-9) and drifted(1 + DRIFT_NOISE + 1e-9)
     assert not drifted(1 / (1 + DRIFT_NOISE) + 1e-9) and drifted(1 / (1 + DRIFT_NOISE) - 1e-9)
-    # Timed here: every run not on its own clock; this tool's where it timed its step then, but
-    # not where the search reuses earlier searches' timings (they share its clock).
-    assert times_here({}, False, []) and times_here({}, False, ["earlier"])
-    assert times_here(ours, True, []) and not times_here(ours, True, ["earlier"])
-    assert not times_here({**ours, "start_step_s": None}, True, [])
+    # Timed here: every run not on its own clock; this tool's where it timed its step then.
+    assert times_here({}, False) and times_here(ours, True)
+    assert not times_here({**ours, "start_step_s": None}, True)
+    # The clock a search reuses earlier timings by: the step its baseline's seconds are on.
+    assert clock_of(same) == 0.04 and clock_of(slower) == pytest.approx(0.064)
+    assert clock_of(record(ours, {}, here(0.05), "f", "i")) == 0.05  # each epoch took it
+    assert clock_of({"start_step_s": 0.03}) == 0.03 and clock_of(None) is None
     # Nothing to hold it against (a run before start_step_s was recorded, a timing that failed).
     for history, step in (({**ours, "start_step_s": None}, here(0.064)),
                           (ours, timed_step([{"status": "infeasible", "reason": "oom"}]))):
@@ -293,7 +295,7 @@ def test_a_recorded_baseline_json_is_held_to_todays_speed_once():
     run from history is: within the noise as recorded; beyond it every one of its seconds
     scaled, and its step now today's, so given again it is not scaled twice."""
     from orchestrator.baseline import result_line
-    from orchestrator.history_baseline import at_todays_speed
+    from orchestrator.history_baseline import at_todays_speed, clock_of
 
     recorded = {"kind": "seeds", "config": {}, "status": "completed", "val_score": 0.8,
                 "train_time_s": 20.0, "full_run_s": 20.0, "time_to_score_s": 18.0,
@@ -312,6 +314,7 @@ def test_a_recorded_baseline_json_is_held_to_todays_speed_once():
     assert [t for _, _, t in slower["curve"]] == pytest.approx([20.0, 40.0])
     assert "scaled 2.00x" in result_line("b.json", slower) and "20.0 s as recorded" in \
         result_line("b.json", slower)
+    assert clock_of(same) == 0.04 and clock_of(slower) == 0.08  # what the search reuses by
     again = at_todays_speed(slower, here(0.08))  # its step is today's now: not scaled twice
     assert again["train_time_s"] == pytest.approx(40.0) and again["drift"] == pytest.approx(1.0)
     assert at_todays_speed(recorded, {"status": "failed"})["train_time_s"] == 20.0

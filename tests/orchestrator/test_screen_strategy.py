@@ -161,6 +161,33 @@ def test_knowledge_reuses_timings_and_misses_on_the_same_machine_and_target_only
     assert other_data.entries == []
 
 
+def test_knowledge_reuses_only_what_was_measured_at_this_searchs_speed(tmp_path):
+    """One machine kind is not one speed: an entry is stamped with the step of its search's
+    baseline (its clock), and a search reuses only entries within DRIFT_NOISE of its own.
+    Entries without a speed (older files) go by the machine kind alone, as does a search whose
+    clock is not known yet (it is looking up its baseline)."""
+    from orchestrator.history_baseline import DRIFT_NOISE
+
+    cfg, old = {"batch_size": 64, "epochs": 12}, {"batch_size": 32, "epochs": 12}
+    here = Knowledge.load(tmp_path, "classifier", "abc123", machine="cpu-a")
+    here.add(SCREEN, result={"config": old, "step_s": 0.02})  # before speeds were kept
+    here.clock = 0.040
+    here.add(SCREEN, result={"config": cfg, "step_s": 0.01})
+    here.add(CONFIRM, config=cfg, target=0.80, status="early_stopped", time_to_target_s=20.0)
+    again = Knowledge.load(tmp_path, "classifier", "abc123", machine="cpu-a")
+    assert [e.get("clock_step_s") for e in again.entries] == [None, 0.040, 0.040]
+    assert again.screened(cfg)["step_s"] == 0.01  # no clock yet: the machine kind decides
+    again.clock = 0.040 * (1 + DRIFT_NOISE * 0.9)  # within the noise: the same speed
+    assert again.screened(cfg) is not None and again.confirmed(cfg, 0.80) is not None
+    assert again.elsewhen() == 0
+    for clock in (0.040 * (1 + DRIFT_NOISE * 1.1), 0.040 / (1 + DRIFT_NOISE * 1.1)):
+        again.clock = clock  # slower, or faster, today: measured again
+        assert again.screened(cfg) is None and again.confirmed(cfg, 0.80) is None
+        assert again.screened(old)["step_s"] == 0.02 and again.elsewhen() == 2
+    again.add(SCREEN, result={"config": cfg, "step_s": 0.02})  # today's, on today's clock
+    assert again.screened(cfg)["step_s"] == 0.02
+
+
 def test_a_whole_screen_is_replayed_for_the_same_plan_on_the_same_machine_kind(tmp_path):
     # A contender's own entry holds its re-timed rounds (a median); the whole screen keeps what
     # the first search ranked, so a repeat predicts and confirms what the first did.

@@ -44,6 +44,8 @@ YOUR_TASK = "covered by tests/integration/test_your_task.py::" \
             "test_the_your_task_example_runs_through_the_api_and_the_cli"
 HISTORY = "covered by tests/integration/test_recurring_search.py::" \
           "test_a_baseline_from_history_trains_no_baseline"
+ASKED_AGAIN = "covered by tests/integration/test_recurring_search.py::test_asked_again_" \
+              "where_the_machines_speed_moved_nothing_timed_at_the_old_speed_is_reused"
 RACE = "covered by tests/integration/test_screen_search.py::" \
        "test_screen_predict_confirm_then_a_second_search_starts_from_the_first"
 
@@ -128,6 +130,9 @@ COMMANDS: dict[str, str] = {
     "orchestrator search --strategy screen --full-epochs 8 --baseline runs:/RUN_ID": HISTORY,
     "orchestrator search --workload unet3d --space compact --strategy screen --full-epochs 32 "
     "--trials 4 --tolerance 0.01 --seed 1 --baseline runs:/RUN_ID": HISTORY,  # benchmarks.md
+    # benchmarks.md: the first command asked again in its folder, at the same speed and not
+    "orchestrator search --workload unet3d --space compact --strategy screen --full-epochs 8 "
+    "--trials 4 --output-dir DIR/runs --tracking-uri sqlite:///DIR/mlflow.db": ASKED_AGAIN,
     "--confirm race": RACE,  # the default
     "--confirm full": "screen",
     "--wide": "own_match",

@@ -43,6 +43,7 @@ from typing import Any
 import yaml
 
 from trainables.config import TrialConfig
+from trainables.identity import step_key
 from trainables.status import TrialStatus
 
 PREFIX = "runs:/"
@@ -188,6 +189,15 @@ def clock_of(record: dict | None) -> float | None:
         return float(timed["step_s"])
     step = record.get("start_step_s") or record.get("recorded_step_s")
     return float(step) if step else None
+
+
+def clock_settings(record: dict | None) -> str | None:
+    """What the clock is the step of: the baseline's settings, but its length and seed. Two
+    searches' clocks compare only where these are the same (a seeds baseline's fp32 batch-2
+    step against a `base` one's says nothing of the machine)."""
+    if not record or not record.get("config"):
+        return None
+    return step_key({**TrialConfig().to_dict(), **record["config"]})
 
 
 def same_speed(step_s: float | None, clock: float | None) -> bool:

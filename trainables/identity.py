@@ -87,6 +87,12 @@ def model_key(config: dict[str, Any]) -> str:
     return canonical(model_of(config))
 
 
+def step_key(config: dict[str, Any]) -> str:
+    """The same step: every setting but the run's length and seed, which a step's time does not
+    depend on (a search's clock is one step's time: orchestrator/history_baseline.py)."""
+    return key_without(config, ("epochs", "seed"))
+
+
 def key_without(config: dict[str, Any], ignored: Collection[str]) -> str:
     """The configuration but the `ignored` settings (the screen groups candidates that differ
     only in the switches it times: a config and its variants share this key)."""

@@ -41,8 +41,9 @@ from trainables.identity import config_key, run_key
 SCREEN, BASELINE, CONFIRM, MEASURED, SEARCH = "screen", "baseline", "confirm", "measured", \
     "search"
 WHOLE_SCREEN = "whole_screen"
-# The step (seconds) of the search's baseline settings when an entry was measured: its speed.
-CLOCK = "clock_step_s"
+# The step (seconds) of the search's baseline settings when an entry was measured: its speed;
+# and what settings that step is of (history_baseline.clock_settings).
+CLOCK, CLOCK_OF = "clock_step_s", "clock_of"
 
 
 def same_target(a: float, b: float) -> bool:
@@ -73,8 +74,10 @@ class Knowledge:
     path: Path
     machine: str
     entries: list[dict] = field(default_factory=list)
-    # This search's clock (history_baseline.clock_of): None until its baseline is known.
+    # This search's clock (history_baseline.clock_of) and what it is the step of
+    # (clock_settings): None until its baseline is known.
     clock: float | None = None
+    clock_of: str | None = None
 
     @classmethod
     def load(cls, output_dir: str | Path, model: str, digest: str, machine: str) -> Knowledge:
@@ -91,13 +94,18 @@ class Knowledge:
     def _here(self, kind: str) -> list[dict]:
         """Entries of `kind` measured on this machine kind, at this search's speed."""
         return [e for e in self.entries if e["kind"] == kind and e["machine"] == self.machine
-                and same_speed(e.get(CLOCK), self.clock)]
+                and self._at_this_speed(e)]
+
+    def _at_this_speed(self, entry: dict) -> bool:
+        """Measured at this search's speed, or no telling (no clock either side, or the step
+        of other settings: the machine kind decides, as before speeds were kept)."""
+        return entry.get(CLOCK_OF) != self.clock_of or same_speed(entry.get(CLOCK), self.clock)
 
     def elsewhen(self) -> int:
         """Entries of this machine kind measured at another speed than this search's (not
         reused: measured again)."""
         return sum(1 for e in self.entries if e["kind"] != SEARCH and
-                   e["machine"] == self.machine and not same_speed(e.get(CLOCK), self.clock))
+                   e["machine"] == self.machine and not self._at_this_speed(e))
 
     def screened(self, config: dict[str, Any]) -> dict | None:
         """An earlier screen of `config` on this machine kind (the latest)."""
@@ -153,7 +161,7 @@ class Knowledge:
     def add(self, kind: str, **entry: Any) -> None:
         line = {"kind": kind, "machine": self.machine, **entry}
         if self.clock is not None:
-            line[CLOCK] = self.clock
+            line[CLOCK], line[CLOCK_OF] = self.clock, self.clock_of
         self.entries.append(line)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         jsonl.append(self.path, line, default=str)

@@ -92,6 +92,7 @@ class ScreenStrategy(Strategy):
         # where an earlier search recorded it): what it measures is stamped with it, and what
         # earlier searches measured at another speed is not reused.
         self._knowledge.clock = history_baseline.clock_of(ctx.baseline)
+        self._knowledge.clock_of = history_baseline.clock_settings(ctx.baseline)
         return self._knowledge
 
     def header(self, ctx: StageContext) -> list[str]:

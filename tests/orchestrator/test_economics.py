@@ -249,8 +249,8 @@ def test_a_run_of_this_tool_is_scaled_where_the_machine_drifted_since():
     are scaled by the ratio, slower or faster (on the same VM kind, unet3d's 84-s baseline
     timed its step 1.6x slower on another day). Nothing to hold it against: as recorded."""
     from orchestrator.baseline import result_line
-    from orchestrator.history_baseline import (DRIFT_NOISE, clock_of, drifted, record,
-                                               timed_step, times_here)
+    from orchestrator.history_baseline import (DRIFT_NOISE, clock_of, clock_settings, drifted,
+                                               record, timed_step, times_here)
 
     curve = [[1, 0.6, 10.0], [2, 0.8, 19.0]]
     ours = {"source": "runs:/r", "curve": curve, "settings": {}, "seconds_from": "train_time_s",
@@ -282,6 +282,10 @@ def test_a_run_of_this_tool_is_scaled_where_the_machine_drifted_since():
     assert clock_of(same) == 0.04 and clock_of(slower) == pytest.approx(0.064)
     assert clock_of(record(ours, {}, here(0.05), "f", "i")) == 0.05  # each epoch took it
     assert clock_of({"start_step_s": 0.03}) == 0.03 and clock_of(None) is None
+    # What it is the step of: the settings, but the length and the seed.
+    assert clock_settings({"config": {"epochs": 8, "seed": 0}}) == \
+        clock_settings({"config": {"epochs": 32, "seed": 1}}) != \
+        clock_settings({"config": {"epochs": 8, "batch_size": 100}})
     # Nothing to hold it against (a run before start_step_s was recorded, a timing that failed).
     for history, step in (({**ours, "start_step_s": None}, here(0.064)),
                           (ours, timed_step([{"status": "infeasible", "reason": "oom"}]))):

@@ -164,8 +164,9 @@ def test_knowledge_reuses_timings_and_misses_on_the_same_machine_and_target_only
 def test_knowledge_reuses_only_what_was_measured_at_this_searchs_speed(tmp_path):
     """One machine kind is not one speed: an entry is stamped with the step of its search's
     baseline (its clock), and a search reuses only entries within DRIFT_NOISE of its own.
-    Entries without a speed (older files) go by the machine kind alone, as does a search whose
-    clock is not known yet (it is looking up its baseline)."""
+    Entries without a speed (older files), or timed against other baseline settings, go by the
+    machine kind alone, as does a search whose clock is not known yet (it is looking up its
+    baseline)."""
     from orchestrator.history_baseline import DRIFT_NOISE
 
     cfg, old = {"batch_size": 64, "epochs": 12}, {"batch_size": 32, "epochs": 12}
@@ -184,6 +185,9 @@ def test_knowledge_reuses_only_what_was_measured_at_this_searchs_speed(tmp_path)
         again.clock = clock  # slower, or faster, today: measured again
         assert again.screened(cfg) is None and again.confirmed(cfg, 0.80) is None
         assert again.screened(old)["step_s"] == 0.02 and again.elsewhen() == 2
+    again.clock_of = "other settings"  # a step of other baseline settings: no telling
+    assert again.screened(cfg) is not None and again.elsewhen() == 0
+    again.clock_of = None
     again.add(SCREEN, result={"config": cfg, "step_s": 0.02})  # today's, on today's clock
     assert again.screened(cfg)["step_s"] == 0.02
 

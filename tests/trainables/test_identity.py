@@ -9,7 +9,7 @@ import itertools
 import numpy as np
 
 from trainables.identity import (config_key, key_without, ledger_key, learning_key, model_key,
-                                 run_key, twin_key)
+                                 run_key, step_key, twin_key)
 
 BASE = {"workload": "unet3d", "width": 1.0, "patch_size": 24, "lr": 0.003, "batch_size": 4,
         "precision": "bf16-mixed", "channels_last": True, "epochs": 12, "seed": 0}
@@ -18,14 +18,14 @@ CHANGES = {
     "channels_last": ({"channels_last": False}, {"run", "twin", "learning", "model"}),
     "precision": ({"precision": "fp32"}, {"twin", "model"}),
     "batch": ({"batch_size": 8}, {"learning", "model"}),
-    "epochs": ({"epochs": 20}, {"learning", "model"}),
+    "epochs": ({"epochs": 20}, {"learning", "model", "step"}),
     "width": ({"width": 0.5}, set()),
 }
 KEYS = {"config": config_key, "run": run_key, "twin": twin_key, "learning": learning_key,
-        "model": model_key}
+        "model": model_key, "step": step_key}
 # Finer -> coarser: equal at the finer grain means equal at the coarser.
 ORDER = [("config", "run"), ("run", "twin"), ("run", "learning"), ("twin", "model"),
-         ("learning", "model")]
+         ("learning", "model"), ("config", "step")]
 
 
 def test_each_key_ignores_what_its_name_says_and_nothing_else():
@@ -51,5 +51,6 @@ def test_keys_are_canonical_whatever_the_order_and_numpy_scalars():
         assert fn(shuffled) == fn(BASE) == fn(numpy)
     assert key_without(BASE, {"channels_last"}) == key_without(
         {**BASE, "channels_last": False}, {"channels_last"})
+    assert step_key({**BASE, "seed": 5}) == step_key(BASE)  # a step's time has no seed
     assert ledger_key({"lr": 0.1}, 0) != ledger_key({"lr": 0.1}, 1)
     assert ledger_key({"lr": 0.1, "seed": 3}, 0) == ledger_key({"lr": 0.1, "seed": 3}, 9)

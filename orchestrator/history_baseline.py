@@ -161,10 +161,9 @@ def timed_step(results: list[dict]) -> dict | None:
     return {**ran[0], "step_s": statistics.median(steps), "rounds": steps}
 
 
-def drift(history: dict, timed: dict | None) -> float | None:
-    """This machine's step over the one the run timed before its training (>1: slower today);
-    None where either is missing."""
-    then = history.get("start_step_s")
+def drift(then: float | None, timed: dict | None) -> float | None:
+    """This machine's step over `then`, the one the run timed before its training (>1: slower
+    today); None where either is missing."""
     if not then or timed is None or timed.get("status") != TrialStatus.COMPLETED or \
             not timed.get("step_s"):
         return None
@@ -216,7 +215,7 @@ def at_todays_speed(recorded: dict, timed: dict | None) -> dict:
     search reuses), held to this machine's speed as this tool's run from history is: its
     seconds scaled where its step timed here `drifted` from the one it timed then."""
     then = clock_of(recorded)
-    ratio = drift({"start_step_s": then}, timed)
+    ratio = drift(then, timed)
     if not drifted(ratio):
         return {**recorded, "drift": ratio, "timed_here": timed}
     scaled = {k: recorded[k] * ratio for k in SECONDS
@@ -234,7 +233,7 @@ def record(history: dict, config: dict, timed: dict | None, search: str, search_
     screen result: step_s, data_s, one_off_s, steps_per_epoch). `own_clock` (`same_clock`):
     its own recorded seconds, scaled where this machine's speed `drifted` since; else each
     epoch takes the step timed here."""
-    ratio = drift(history, timed) if own_clock else None
+    ratio = drift(history.get("start_step_s"), timed) if own_clock else None
     if own_clock:
         scale = ratio if drifted(ratio) else 1.0
         curve = [[int(e), float(s), float(t) * scale] for e, s, t in history["curve"]]

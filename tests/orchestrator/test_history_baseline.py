@@ -1,0 +1,154 @@
+"""A baseline taken from history (orchestrator/history_baseline.py): whose clock its seconds
+are on, held to this machine's speed where it drifted since, and what this tool's MLflow run
+gives back of its learning (no Ray)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+
+def test_a_run_from_history_is_on_this_clock_only_as_this_tool_recorded_it_here():
+    from orchestrator.history_baseline import record, same_clock
+
+    curve = [[1, 0.6, 10.0], [2, 0.8, 19.0]]
+    ours = {"source": "runs:/r", "curve": curve, "settings": {}, "seconds_from": "train_time_s",
+            "machine_kind": "here", "task": "built-in classifier"}
+    assert same_clock(ours, "here", "built-in classifier", {})
+    assert not same_clock(ours, "an H100", "built-in classifier", {})  # another machine kind
+    assert not same_clock(ours, "here", "your task", {})  # another model or loss
+    assert not same_clock(ours, "here", "built-in classifier", {"batch_size": 100})
+    assert not same_clock({**ours, "seconds_from": "the run's wall clock"}, "here",
+                          "built-in classifier", {})
+    assert not same_clock({**ours, "machine_kind": None, "task": None}, "here",
+                          "built-in classifier", {})  # your own run, or a CSV: timed here
+    kept = record(ours, {}, None, "folder", "id", own_clock=True)
+    assert kept["train_time_s"] == 19.0 and kept["curve"] == curve and kept["clock"] == "recorded"
+    step = {"status": "completed", "steps_per_epoch": 10, "step_s": 0.5, "one_off_s": 1.0}
+    timed = record(ours, {}, step, "folder", "id")
+    assert timed["train_time_s"] == pytest.approx(1.0 + 2 * 5.0) and timed["clock"] == "timed here"
+    with pytest.raises(RuntimeError, match="could not be timed here"):
+        record(ours, {}, {"status": "infeasible", "reason": "out of memory"}, "folder", "id")
+
+
+def test_a_run_of_this_tool_is_scaled_where_the_machine_drifted_since():
+    """One machine kind is not one speed: the step the run timed before its training is held
+    against its step timed here. Within DRIFT_NOISE the recorded seconds stand; beyond it they
+    are scaled by the ratio, slower or faster (on the same VM kind, unet3d's 84-s baseline
+    timed its step 1.6x slower on another day). Nothing to hold it against: as recorded."""
+    from orchestrator.baseline import result_line
+    from orchestrator.history_baseline import (DRIFT_NOISE, clock_of, clock_settings, drifted,
+                                               record, timed_step, times_here)
+
+    curve = [[1, 0.6, 10.0], [2, 0.8, 19.0]]
+    ours = {"source": "runs:/r", "curve": curve, "settings": {}, "seconds_from": "train_time_s",
+            "machine_kind": "here", "task": "built-in classifier", "start_step_s": 0.04}
+
+    def here(*steps):
+        return timed_step([{"status": "completed", "step_s": s, "steps_per_epoch": 10}
+                           for s in steps])
+
+    same = record(ours, {}, here(0.041, 0.046, 0.039), "folder", "id", own_clock=True)
+    assert same["drift"] == pytest.approx(0.041 / 0.04)  # the median of the rounds
+    assert same["clock"] == "recorded" and same["train_time_s"] == 19.0
+    assert "the same clock: 0.0410 s a step here against 0.0400 s" in result_line("x", same)
+    slower = record(ours, {}, here(0.064, 0.066, 0.062), "folder", "id", own_clock=True)
+    assert slower["drift"] == pytest.approx(1.6) and slower["train_time_s"] == pytest.approx(30.4)
+    assert [t for _, _, t in slower["curve"]] == pytest.approx([16.0, 30.4])
+    assert slower["history_seconds"] == curve and slower["recorded_step_s"] == 0.04
+    assert "scaled 1.60x" in result_line("x", slower) and "19.0 s as recorded" in \
+        result_line("x", slower)
+    faster = record(ours, {}, here(0.02), "folder", "id", own_clock=True)
+    assert faster["train_time_s"] == pytest.approx(9.5)
+    # The edge: within the noise stands, past it scales.
+    assert not drifted(1 + DRIFT_NOISE - 1e-9) and drifted(1 + DRIFT_NOISE + 1e-9)
+    assert not drifted(1 / (1 + DRIFT_NOISE) + 1e-9) and drifted(1 / (1 + DRIFT_NOISE) - 1e-9)
+    # Timed here: every run not on its own clock; this tool's where it timed its step then.
+    assert times_here({}, False) and times_here(ours, True)
+    assert not times_here({**ours, "start_step_s": None}, True)
+    # The clock a search reuses earlier timings by: the step its baseline's seconds are on.
+    assert clock_of(same) == 0.04 and clock_of(slower) == pytest.approx(0.064)
+    assert clock_of(record(ours, {}, here(0.05), "f", "i")) == 0.05  # each epoch took it
+    assert clock_of({"start_step_s": 0.03}) == 0.03 and clock_of(None) is None
+    # What it is the step of: the settings, but the length and the seed.
+    assert clock_settings({"config": {"epochs": 8, "seed": 0}}) == \
+        clock_settings({"config": {"epochs": 32, "seed": 1}}) != \
+        clock_settings({"config": {"epochs": 8, "batch_size": 100}})
+    # Nothing to hold it against (a run before start_step_s was recorded, a timing that failed).
+    for history, step in (({**ours, "start_step_s": None}, here(0.064)),
+                          (ours, timed_step([{"status": "infeasible", "reason": "oom"}]))):
+        kept = record(history, {}, step, "folder", "id", own_clock=True)
+        assert kept["train_time_s"] == 19.0 and kept["drift"] is None
+        assert "(the same clock)" in result_line("x", kept)
+
+
+def test_a_recorded_baseline_json_is_held_to_todays_speed_once():
+    """A search's baseline.json given by path is held to this machine's speed as this tool's
+    run from history is: within the noise as recorded; beyond it every one of its seconds
+    scaled, and its step now today's, so given again it is not scaled twice."""
+    from orchestrator.baseline import result_line
+    from orchestrator.history_baseline import at_todays_speed, clock_of
+
+    recorded = {"kind": "seeds", "config": {}, "status": "completed", "val_score": 0.8,
+                "train_time_s": 20.0, "full_run_s": 20.0, "time_to_score_s": 18.0,
+                "curve": [[1, 0.6, 10.0], [2, 0.8, 20.0]], "start_step_s": 0.04}
+
+    def here(step):
+        return {"status": "completed", "step_s": step, "steps_per_epoch": 10}
+
+    same = at_todays_speed(recorded, here(0.044))
+    assert same["train_time_s"] == 20.0 and same["curve"] == recorded["curve"]
+    assert "scaled" not in result_line("b.json", same)
+    slower = at_todays_speed(recorded, here(0.08))
+    assert slower["drift"] == pytest.approx(2.0) and slower["recorded_train_time_s"] == 20.0
+    assert [slower[k] for k in ("train_time_s", "full_run_s", "time_to_score_s")] == \
+        pytest.approx([40.0, 40.0, 36.0])
+    assert [t for _, _, t in slower["curve"]] == pytest.approx([20.0, 40.0])
+    assert "scaled 2.00x" in result_line("b.json", slower) and "20.0 s as recorded" in \
+        result_line("b.json", slower)
+    assert clock_of(same) == 0.04 and clock_of(slower) == 0.08  # what the search reuses by
+    again = at_todays_speed(slower, here(0.08))  # its step is today's now: not scaled twice
+    assert again["train_time_s"] == pytest.approx(40.0) and again["drift"] == pytest.approx(1.0)
+    assert at_todays_speed(recorded, {"status": "failed"})["train_time_s"] == 20.0
+
+
+def test_a_run_from_mlflow_keeps_what_it_measured_of_its_learning(tmp_path):
+    """A search whose baseline is this tool's MLflow run predicts as one from its baseline.json:
+    the run's noise scale (where it was measured) and training loss per epoch come back with
+    its curve. Without them a classifier search at 60 epochs fell back to the square-root rule
+    and planned batch 128 for 120 epochs where the same baseline's file planned 67. A run of
+    your own without them keeps none."""
+    import mlflow
+
+    from orchestrator.history_baseline import load, record
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    client = mlflow.MlflowClient(uri)
+    experiment = client.create_experiment("history")
+    search = client.create_run(experiment).info.run_id
+    client.log_param(search, "task", "built-in classifier")
+    ours = client.create_run(experiment, tags={"mlflow.parentRunId": search}).info.run_id
+    yours = client.create_run(experiment).info.run_id
+    for run in (ours, yours):
+        for epoch, score in [(1, 0.5), (2, 0.7), (3, 0.8)]:
+            client.log_metric(run, "val_score", score, step=epoch)
+            client.log_metric(run, "train_time_s", 10.0 * epoch, step=epoch)
+        for epoch, loss in [(1, 2.1), (2, float("nan")), (3, 1.5)]:
+            client.log_metric(run, "train_loss", loss, step=epoch)
+    for epoch, noise in [(1, 580.0), (3, 945.0)]:
+        client.log_metric(ours, "noise_scale", noise, step=epoch)
+    for run in (ours, yours):
+        client.log_metric(run, "start_step_s", 0.04)
+    history = load(f"runs:/{ours}", uri)
+    assert history["noise"] == [[1, 580.0], [3, 945.0]]
+    assert history["losses"] == [[1, 2.1], [3, 1.5]]  # what is not a number is left out
+    assert history["start_step_s"] == 0.04  # the step it timed before training
+    kept = record(history, {}, None, "folder", "id", own_clock=True)
+    assert kept["noise"] == history["noise"] and kept["noise_scale"] == 945.0
+    assert kept["losses"] == history["losses"]
+    yours_history = load(f"runs:/{yours}", uri)
+    assert yours_history["start_step_s"] is None  # your own run's metric may mean anything
+    own = record(yours_history, {}, {"status": "completed", "step_s": 0.1, "steps_per_epoch": 5},
+                 "folder", "id")
+    assert own["noise"] == [] and own["losses"] == [] and math.isnan(own["noise_scale"])

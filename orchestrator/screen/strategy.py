@@ -36,6 +36,7 @@ from orchestrator.screen.progress import Progress
 from orchestrator.stages import Stage, StageContext
 from orchestrator.step_timing import run_screen
 from orchestrator.strategy import Strategy
+from trainables.config import TrialConfig
 from trainables.identity import canonical, config_key
 from trainables.status import OnResume, TrialStatus, traits
 
@@ -163,10 +164,13 @@ class ScreenStrategy(Strategy):
 
     def _loop_alone_config(self, ctx: StageContext) -> dict:
         """The baseline's own settings in the optimized loop: the part of any speedup that
-        needs no search."""
+        needs no search. Every setting, resolved: a baseline this search trained records the
+        settings it was given, one from history all of them, and a repeated search must find
+        the same screen under either (its plan is keyed on the configurations)."""
         record = ctx.baseline
-        return {**ctx.prepared.base, **record["config"], "loop": "optimized",
-                "epochs": int(record.get("epochs") or record["config"].get("epochs", 1))}
+        return TrialConfig.from_dict({
+            **ctx.prepared.base, **record["config"], "loop": "optimized",
+            "epochs": int(record.get("epochs") or record["config"].get("epochs", 1))}).to_dict()
 
     def _timed(self, ctx: StageContext, configs: list[dict], label: str
                ) -> tuple[list[dict], list[bool]]:

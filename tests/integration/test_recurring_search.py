@@ -46,6 +46,13 @@ def _spec(tmp_path: Path, data: dict, model, name: str) -> SearchSpec:
                       tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
 
 
+def _whole_screens(folder: Path) -> list[dict]:
+    """The whole screens the searches in `folder` recorded for the small model."""
+    (path,) = [p for p in (folder / "runs" / "measurements").glob("*.jsonl")
+               if "small" in p.name]
+    return [e for e in jsonl.read(path) if e["kind"] == "whole_screen"]
+
+
 def _trained(out: str) -> list[str]:
     """The trials a search's output says it started."""
     return [line for line in out.splitlines() if line.startswith("[") and "] start" in line]
@@ -180,9 +187,12 @@ def test_a_recorded_baseline_is_held_to_todays_speed_and_so_is_what_is_reused(
     spec = _spec(store, data, small, "mine")  # the first's folder: it learns from the first
     spec.baseline = f"runs:/{run.info.run_id}"
     monkeypatch.setattr(history_baseline, "DRIFT_NOISE", math.inf)  # at the first's speed
+    screens = len(_whole_screens(store))
     out = io.StringIO()
     again = run_search(spec, out=out)
     assert _trained(out.getvalue()) == [], out.getvalue()
+    # the first's whole screen, found under the run's settings as history gives them back
+    assert len(_whole_screens(store)) == screens, out.getvalue()
     assert again.baseline["drift"] == pytest.approx(again.baseline["timed_here"]["step_s"] /
                                                     first.baseline["start_step_s"])
     assert again.baseline["clock"] == "recorded"

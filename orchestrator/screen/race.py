@@ -33,8 +33,9 @@ contender trains until its learning curve tells its time to the target well enou
   fractions shrink with its way there (`horizon`): a contender is decided halfway to the
   target, not most of the way.
   One decided as less likely than not to reach the target (its expected ratio ends short) is
-  measured only after likelier ones, bounds no other, and sends the next confirmations to
-  other models (orchestrator/evidence.py `LIKELY`).
+  measured only after likelier ones, bounds no other, rules out what learns no more than it
+  (its model at a larger batch: orchestrator/screen/confirm.py) and sends the next
+  confirmations to other models (orchestrator/evidence.py `LIKELY`).
 
 The fastest expected is the answer, and only it trains to the target: the measure stage trains
 it as it is handed over (orchestrator/measure.py), for the epochs its expected ratio needs (its

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 import pytest
+from ray.tune.search import Searcher
 
 from orchestrator.economics import compute, lines
 from orchestrator.evidence import LIKELY, Evidence
@@ -153,6 +154,28 @@ def test_one_decided_as_unlikely_to_reach_sends_the_next_confirmation_to_another
     assert status == TrialStatus.DECIDED and 0.2 < reach < LIKELY
     assert evidence.best_bound() is None  # it may well not get there: it bounds nothing
     assert searcher.suggest("b") == wide  # not the same thin model at a smaller batch
+
+
+def test_one_decided_as_unlikely_rules_out_its_model_at_a_larger_batch():
+    """Of the baseline's own model (no value of it can be doubted), one decided as unlikely to
+    reach the target rules out that model at as large a batch or larger, as a miss would: the
+    next confirmation goes to the smaller batch, not to one that learns less still. At the
+    classifier's 60 epochs the race otherwise spent its four confirmations on batch 64-256,
+    each decided unlikely, where the answer was batch 32."""
+    evidence = Evidence()
+    rule = RaceRule(BASELINE, 0.79, evidence)
+    big, bigger, small = ({"width": 1.0, "batch_size": 16}, {"width": 1.0, "batch_size": 32},
+                          {"width": 1.0, "batch_size": 8})
+    searcher = Confirmations([big, bigger, small], [4.0, 5.0, 6.0], evidence)
+    assert searcher.suggest("a") == big
+    for e, score in enumerate([0.4, 0.5, 0.55], 1):  # ~1.25x the baseline's error
+        out = rule("a", {"epoch": e, "epochs_planned": 10, "train_time_s": 2.0 * e,
+                         "val_score": score, "val_epoch": e, "config": big})
+    evidence.stopped("a", *out)
+    *_, reach, _ = evidence.expectation("a")
+    assert out[0] == TrialStatus.DECIDED and reach < LIKELY
+    assert searcher.suggest("b") == small
+    assert searcher.suggest("c") is Searcher.FINISHED  # batch 32 learns no more than 16
 
 
 def test_a_decided_hit_has_a_prediction_error_against_its_measured_run():

@@ -67,7 +67,8 @@ class Evidence:
         self._expected: dict[str, float] = {}  # trial -> its predicted time to the target
         self._told: dict[str, tuple[float, float, float, int, float, float]] = {}  # the race's
         self._earlier_told: list[tuple[float, float]] = []  # earlier decided (latest, expected)
-        self._unlikely: list[dict] = []  # decided, but expected to end short of the target
+        # decided, but expected to end short of the target: (configuration, by how much)
+        self._unlikely: list[tuple[dict, float]] = []
         self._ratios: list[float] = []  # measured / predicted of earlier searches' results
 
     # -- what trials say -------------------------------------------------------------------
@@ -102,10 +103,11 @@ class Evidence:
         does, at its measured pace (`paced_s`: calibrates the predictions' pace)."""
         self._told[trial_id] = (low_s, mid_s, high_s, epoch, reach, paced_s)
 
-    def unlikely(self, config: dict) -> None:
-        """A contender decided with less than a `LIKELY` chance to reach the target: it may
-        still be measured, but its model's values are doubted (`doubts`)."""
-        self._unlikely.append(dict(config))
+    def unlikely(self, config: dict, short_by: float = 0.0) -> None:
+        """A contender decided with less than a `LIKELY` chance to reach the target, expected
+        to end `short_by` below it: it may still be measured, but its model's values are
+        doubted (`doubts`), and what learns no more than it is not confirmed (`shortfalls`)."""
+        self._unlikely.append((dict(config), max(0.0, float(short_by))))
 
     def learn_twin(self, config: dict, epoch: int, reached: bool) -> None:
         """A decided trial's run reached the target at `epoch` (`reached`), or had not by it."""
@@ -203,12 +205,12 @@ class Evidence:
         return self._earlier_missed + [(c, gap) for gap, c in self._missed.values()]
 
     def shortfalls(self) -> list[tuple[dict, float]]:
-        """The misses, and each contender decided as unlikely to reach the target (expected
-        just short: 0): what rules out the configurations that learn no more
+        """The misses, and each contender decided as unlikely to reach the target, by what it
+        is expected to end short: what rules out the configurations that learn no more
         (`learns_no_more`). At the classifier's 60 epochs every contender of the baseline's
         model was decided unlikely, at batch 64, 128 and 256 in turn, and the budget never
         reached batch 32, the answer a full confirmation found (docs/benchmarks.md)."""
-        return self.misses() + [(c, 0.0) for c in self._unlikely]
+        return self.misses() + self._unlikely
 
     def reached_configs(self, baseline: bool = False) -> list[dict]:
         """Every configuration known to reach the target (and the baseline's, first, with
@@ -221,7 +223,7 @@ class Evidence:
         which reached the target holds: the value that keeps missing is likely what learns
         too little (thinner models and smaller patches trade accuracy for speed)."""
         held = set().union(*(pairs(c, knobs) for c in self.reached_configs(baseline=True)))
-        doubted = [c for c, _ in self.misses()] + self._unlikely
+        doubted = [c for c, _ in self.shortfalls()]
         return set().union(*(pairs(c, knobs) for c in doubted)) - held
 
     def calibration(self) -> float:

@@ -283,17 +283,24 @@ class RaceRule:
         told = found.high_s <= TOLD * found.low_s and found.margin >= SHORT_AT
         if told or progress >= self.decide_at:
             if found.reach < LIKELY and isinstance(result.get("config"), dict):
-                self.evidence.unlikely(result["config"])  # the next goes to another model
+                # the next goes to another model, and none that learns less (its expected
+                # shortfall, as a cut's: far short, a finer precision cannot make it up)
+                self.evidence.unlikely(result["config"], self.target - self._final(found))
             return (TrialStatus.DECIDED,
                     f"decided at {progress:.0%} of its schedule: expected at the target in "
                     f"{mid:.1f} s ({found.low_s:.1f}-{found.high_s:.1f} s; its error "
                     f"{found.ratio:.2f}x the baseline's at equal progress)")
         return None
 
+    def _final(self, found: Expected) -> float:
+        """The score it ends its plan at, as it learns: the baseline's final error scaled by its
+        expected ratio."""
+        return 1.0 - found.ratio * self.curve.error_at(1.0)
+
     def _short(self, trial_id: str, result: dict, found: Expected) -> tuple[TrialStatus, str]:
         """Cut as a miss: as it learns, it ends short of the target (the confirmations rule
         out what learns no more)."""
-        final = 1.0 - found.ratio * self.curve.error_at(1.0)
+        final = self._final(found)
         config = result.get("config") if isinstance(result.get("config"), dict) else None
         self.evidence.missed(trial_id, max(0.0, self.target - final), config)
         return (TrialStatus.PRUNED,

@@ -309,7 +309,8 @@ class ScreenStrategy(Strategy):
             if rec.trial_id in known or traits(rec.status).on_resume != OnResume.KEEP:
                 continue
             knowledge.add(CONFIRM, config={**ctx.prepared.base, **rec.knobs}, knobs=rec.knobs,
-                          picks=rec.picks, short_by=rec.short_by, target=target, status=str(rec.status),
+                          picks=rec.picks, short_by=rec.short_by, target=target,
+                          status=str(rec.status),
                           trial_id=rec.trial_id, time_to_target_s=rec.time_to_target_s,
                           expected_s=rec.expected_s,
                           expected_high_s=rec.metrics.get("expected_high_s"),

@@ -9,7 +9,7 @@ import pytest
 from ray.tune.search import Searcher
 
 from orchestrator.economics import compute, lines
-from orchestrator.evidence import LIKELY, Evidence
+from orchestrator.evidence import LIKELY, PRECISION_COST, Evidence
 from orchestrator.measure import attempts, validation_cadence
 from orchestrator.records import TrialRecord
 from orchestrator.screen.confirm import Confirmations, judged_at
@@ -176,6 +176,30 @@ def test_one_decided_as_unlikely_rules_out_its_model_at_a_larger_batch():
     assert out[0] == TrialStatus.DECIDED and reach < LIKELY
     assert searcher.suggest("b") == small
     assert searcher.suggest("c") is Searcher.FINISHED  # batch 32 learns no more than 16
+
+
+@pytest.mark.parametrize("scores, finer_too", [([0.4, 0.5, 0.55], True),
+                                               ([0.45, 0.55, 0.6], False)])
+def test_one_decided_unlikely_far_short_rules_out_a_finer_precision_too(scores, finer_too):
+    """Its expected shortfall is its miss: expected to end further below the target than a
+    precision can make up, the same model at fp32 learns no more either; just short, fp32 is
+    still confirmed (bf16's mantissa cost the classifier about a point)."""
+    evidence = Evidence()
+    rule = RaceRule(BASELINE, 0.79, evidence)
+    bf16, fp32, small = ({"width": 1.0, "batch_size": 16, "precision": "bf16-mixed"},
+                         {"width": 1.0, "batch_size": 16, "precision": "fp32"},
+                         {"width": 1.0, "batch_size": 8, "precision": "bf16-mixed"})
+    searcher = Confirmations([bf16, fp32, small], [4.0, 5.0, 6.0], evidence)
+    assert searcher.suggest("a") == bf16
+    for e, score in enumerate(scores, 1):
+        out = rule("a", {"epoch": e, "epochs_planned": 10, "train_time_s": 2.0 * e,
+                         "val_score": score, "val_epoch": e, "config": bf16})
+    evidence.stopped("a", *out)
+    *_, reach, _ = evidence.expectation("a")
+    assert out[0] == TrialStatus.DECIDED and reach < LIKELY
+    (_, gap), = evidence.shortfalls()
+    assert (gap > PRECISION_COST) == finer_too
+    assert searcher.suggest("b") == (small if finer_too else fp32)
 
 
 def test_a_decided_hit_has_a_prediction_error_against_its_measured_run():

@@ -208,8 +208,9 @@ class Evidence:
         """The misses, and each contender decided as unlikely to reach the target, by what it
         is expected to end short: what rules out the configurations that learn no more
         (`learns_no_more`). At the classifier's 60 epochs every contender of the baseline's
-        model was decided unlikely, at batch 64, 128 and 256 in turn, and the budget never
-        reached batch 32, the answer a full confirmation found (docs/benchmarks.md)."""
+        model was decided unlikely, at batch 128, 256 and 64 in turn, and the budget never
+        reached another precision or batch 32: 1 search of 3 answered; with this, 3 of 6
+        (docs/benchmarks.md, 2026-11-29)."""
         return self.misses() + self._unlikely
 
     def reached_configs(self, baseline: bool = False) -> list[dict]:

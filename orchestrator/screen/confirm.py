@@ -44,8 +44,8 @@ class Confirmations(Searcher):
     expected best was still confirmed, and could only lose.
 
     A miss teaches something: a trial that fell behind the baseline's learning curve, or ended
-    below the target, or that the race decided as unlikely to reach it (as a miss of 0: it is
-    expected just short), rules out every configuration that learns no more than it did: the same
+    below the target, or that the race decided as unlikely to reach it (a miss by what it is
+    expected to end short), rules out every configuration that learns no more than it did: the same
     model (trainables/identity.model_of: width, patch, lr, ...) at as many samples per step or
     more (a bigger batch learns less per sample) and at as few mantissa bits or fewer, or at
     any precision when it fell short by more than a precision costs (orchestrator/evidence.py
@@ -112,11 +112,11 @@ class Confirmations(Searcher):
     def next_index(self) -> int | None:
         """The configuration to propose next (None: none left can win). Proposes nothing; it
         only drops from `left` what a miss or a proposal already rules out."""
-        missed = self.evidence.shortfalls()
-        self.left = [i for i in self.left if not self._same_run(self.configs[i])
-                     and not any(learns_no_more(self.configs[i], m, gap) for m, gap in missed)]
+        shortfalls = self.evidence.shortfalls()
+        self.left = [i for i in self.left if not self._same_run(self.configs[i]) and
+                     not any(learns_no_more(self.configs[i], m, gap) for m, gap in shortfalls)]
         short: dict[str, float] = {}  # model -> the least it fell short by
-        for config, gap in missed:
+        for config, gap in shortfalls:
             short[learning_key(config)] = min(short.get(learning_key(config), math.inf), gap)
         doubted = self.evidence.doubts(self.varied)
         # Stable: within a rank, fastest predicted first.

@@ -134,6 +134,20 @@ def test_the_race_decides_cuts_a_loser_and_teaches_the_evidence():
     assert evidence.shortfall("flat") > 0
 
 
+def _decided(rule: RaceRule, evidence: Evidence, scores: list[float], config: dict
+             ) -> tuple[TrialStatus, str, float]:
+    """Contender "a" of `config` raced on `scores` (one a validated epoch, 2 s each, of a
+    10-epoch plan) until the rule stops it: (status, reason, its chance to reach the target)."""
+    for e, score in enumerate(scores, 1):
+        out = rule("a", {"epoch": e, "epochs_planned": 10, "train_time_s": 2.0 * e,
+                         "val_score": score, "val_epoch": e, "config": config})
+        if out is not None:
+            break
+    evidence.stopped("a", *out)
+    *_, reach, _ = evidence.expectation("a")
+    return (*out, reach)
+
+
 def test_one_decided_as_unlikely_to_reach_sends_the_next_confirmation_to_another_model():
     """Deciding by a quarter of a schedule, a contender behind the baseline is rarely cut as
     short (its reach is 0.3-0.45, not below 0.2): it is decided. Its model is doubted, so the
@@ -145,12 +159,8 @@ def test_one_decided_as_unlikely_to_reach_sends_the_next_confirmation_to_another
                                 {"width": 1.0, "batch_size": 8})
     searcher = Confirmations([thin, thin_smaller, wide], [4.0, 5.0, 6.0], evidence)
     assert searcher.suggest("a") == thin
-    for e, score in enumerate([0.4, 0.5, 0.55], 1):  # ~1.25x the baseline's error
-        out = rule("a", {"epoch": e, "epochs_planned": 10, "train_time_s": 2.0 * e,
-                         "val_score": score, "val_epoch": e, "config": thin})
-    status, reason = out
-    evidence.stopped("a", status, reason)
-    *_, reach, _ = evidence.expectation("a")
+    # ~1.25x the baseline's error
+    status, _, reach = _decided(rule, evidence, [0.4, 0.5, 0.55], thin)
     assert status == TrialStatus.DECIDED and 0.2 < reach < LIKELY
     assert evidence.best_bound() is None  # it may well not get there: it bounds nothing
     assert searcher.suggest("b") == wide  # not the same thin model at a smaller batch
@@ -168,12 +178,8 @@ def test_one_decided_as_unlikely_rules_out_its_model_at_a_larger_batch():
                           {"width": 1.0, "batch_size": 8})
     searcher = Confirmations([big, bigger, small], [4.0, 5.0, 6.0], evidence)
     assert searcher.suggest("a") == big
-    for e, score in enumerate([0.4, 0.5, 0.55], 1):  # ~1.25x the baseline's error
-        out = rule("a", {"epoch": e, "epochs_planned": 10, "train_time_s": 2.0 * e,
-                         "val_score": score, "val_epoch": e, "config": big})
-    evidence.stopped("a", *out)
-    *_, reach, _ = evidence.expectation("a")
-    assert out[0] == TrialStatus.DECIDED and reach < LIKELY
+    status, _, reach = _decided(rule, evidence, [0.4, 0.5, 0.55], big)
+    assert status == TrialStatus.DECIDED and reach < LIKELY
     assert searcher.suggest("b") == small
     assert searcher.suggest("c") is Searcher.FINISHED  # batch 32 learns no more than 16
 
@@ -191,12 +197,8 @@ def test_one_decided_unlikely_far_short_rules_out_a_finer_precision_too(scores, 
                          {"width": 1.0, "batch_size": 8, "precision": "bf16-mixed"})
     searcher = Confirmations([bf16, fp32, small], [4.0, 5.0, 6.0], evidence)
     assert searcher.suggest("a") == bf16
-    for e, score in enumerate(scores, 1):
-        out = rule("a", {"epoch": e, "epochs_planned": 10, "train_time_s": 2.0 * e,
-                         "val_score": score, "val_epoch": e, "config": bf16})
-    evidence.stopped("a", *out)
-    *_, reach, _ = evidence.expectation("a")
-    assert out[0] == TrialStatus.DECIDED and reach < LIKELY
+    status, _, reach = _decided(rule, evidence, scores, bf16)
+    assert status == TrialStatus.DECIDED and reach < LIKELY
     (_, gap), = evidence.shortfalls()
     assert (gap > PRECISION_COST) == finer_too
     assert searcher.suggest("b") == (small if finer_too else fp32)

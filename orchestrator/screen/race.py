@@ -13,9 +13,10 @@ contender trains until its learning curve tells its time to the target well enou
   baseline does (r = 0): it reaches the target where the baseline did, at the same fraction of
   its schedule, as the prediction said. Its points move r from there, the later ones more (an
   early score says little: the lr is still warming up, and a configuration 0.12 behind at 35%
-  of its schedule reached the target on time), each no surer than `SIGMA` (a validation's
-  epoch-to-epoch noise: unet3d's Dice moved 1-3 points an epoch), against a prior spread of
-  `PRIOR` (how differently configurations of one space learn).
+  of its schedule reached the target on time), each no surer than the baseline's own curve is
+  noisy (`BaselineCurve.noise`: a validation's epoch-to-epoch scatter, at most `SIGMA`, set by
+  hand on unet3d, whose Dice moved 1-3 points an epoch), against a prior spread of `PRIOR`
+  (how differently configurations of one space learn).
 * **Extrapolated with an uncertainty.** The contender reaches the target S - tolerance where
   the baseline's error curve, scaled by exp(r), falls to 1 - target: its progress, its epoch,
   and its time at its own measured pace. At r's optimistic bound (`Z` standard errors) that is
@@ -76,8 +77,13 @@ DECIDE_AT = 0.25
 TOLD = 1.3
 # Standard errors either side of the expected log ratio: the bounds.
 Z = 2.0
-# The least uncertainty of one point's log error ratio, and the prior spread of a contender's.
+# The most and the least uncertainty of one point's log error ratio (`BaselineCurve.noise`
+# measures it between), and the prior spread of a contender's. SIGMA was set by hand on unet3d;
+# held at it, the classifier's width-0.5 contenders, whose error at a quarter of their plan was
+# already their final 1.14-1.24x the baseline's, kept a 0.28-0.36 chance to reach the target,
+# and every one of them was measured and ended 2-5 points short (docs/benchmarks.md).
 SIGMA = 0.25
+NOISE_FLOOR = 0.02
 PRIOR = 0.4
 # Validated points a contender needs before it is judged.
 POINTS = 2
@@ -165,6 +171,7 @@ class BaselineCurve:
             best = max(best, float(score))
             points.append((int(epoch) / n, max(1.0 - best, 1e-6)))
         self.points, self.curve, self.epochs = points, curve, n
+        self.noise = noise(curve)
 
     def error_at(self, progress: float) -> float:
         """Linearly interpolated; held flat before its first point and after its last."""
@@ -187,6 +194,25 @@ class BaselineCurve:
         return None
 
 
+def noise(curve: list[list[float]]) -> float:
+    """How uncertain one point's log error ratio is, as the baseline's own curve scatters: the
+    standard deviation of its log error's second differences from `RUNG` of its schedule on
+    (the trend cancels; each difference holds 6 variances of one point's noise), times sqrt(2)
+    (a contender's point is set against the baseline's: two validations' noise). Within
+    [NOISE_FLOOR, SIGMA]; SIGMA where fewer than 5 points tell it. Replayed on the long-jobs
+    searches' contenders whose measured run told the truth (docs/benchmarks.md), it was 0.04 on
+    the classifier at 60 epochs (whose width-0.5 contenders were then cut as short, at a 0.01-0.09
+    chance to reach, where all had missed), 0.11 at 15, and 0.16-0.17 on unet3d at 32 and 128
+    epochs (no contender that reached called short)."""
+    n = max(int(e) for e, _, _ in curve)
+    logs = [math.log(max(1.0 - float(s), 1e-6)) for e, s, _ in curve if int(e) / n >= RUNG]
+    if len(logs) < 5:
+        return SIGMA
+    second = [a - 2 * b + c for a, b, c in zip(logs, logs[1:], logs[2:])]
+    point = statistics.pstdev(second) / math.sqrt(6)
+    return min(SIGMA, max(NOISE_FLOOR, math.sqrt(2) * point))
+
+
 def log_ratio(baseline: BaselineCurve, points: list[tuple[float, float]]
               ) -> tuple[float, float]:
     """The posterior mean and standard error of a contender's log error ratio to the baseline's
@@ -195,7 +221,7 @@ def log_ratio(baseline: BaselineCurve, points: list[tuple[float, float]]
     logs = [math.log(max(1.0 - s, 1e-6) / baseline.error_at(p)) for p, s in points]
     mean = sum(w * r for w, r in zip(weights, logs)) / sum(weights)
     spread = math.sqrt(sum(w * (r - mean) ** 2 for w, r in zip(weights, logs)) / sum(weights))
-    precision = sum(weights) / max(spread, SIGMA) ** 2
+    precision = sum(weights) / max(spread, baseline.noise) ** 2
     posterior = precision + 1 / PRIOR ** 2
     return precision * mean / posterior, 1 / math.sqrt(posterior)
 

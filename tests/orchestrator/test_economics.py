@@ -14,7 +14,8 @@ from orchestrator.measure import attempts, validation_cadence
 from orchestrator.records import TrialRecord
 from orchestrator.screen.confirm import Confirmations, judged_at
 from orchestrator.screen.predict import Prediction
-from orchestrator.screen.race import DECIDE_AT, BaselineCurve, RaceRule, expect
+from orchestrator.screen.race import (DECIDE_AT, NOISE_FLOOR, SIGMA, BaselineCurve, RaceRule, expect,
+                                      noise)
 from trainables.config import TrialConfig
 from trainables.loop.fit import validates
 from trainables.status import TrialStatus
@@ -23,6 +24,11 @@ from trainables.status import TrialStatus
 BASELINE = {"train_time_s": 100.0, "val_score": 0.80, "epochs": 10,
             "curve": [[e, [0.5, 0.6, 0.65, 0.7, 0.74, 0.76, 0.78, 0.79, 0.795, 0.80][e - 1],
                        10.0 * e] for e in range(1, 11)]}
+# The same run whose validations scatter as unet3d's Dice did (two dips of 4-6 points): the race
+# holds each of a contender's points no surer than that (race.noise ~0.2, where BASELINE's smooth
+# curve gives its floor).
+NOISY = BASELINE | {"curve": [[e, [0.5, 0.6, 0.65, 0.7, 0.66, 0.76, 0.72, 0.79, 0.795, 0.80][e - 1],
+                               10.0 * e] for e in range(1, 11)]}
 
 
 def _measured(train_s: float, at_s: float | None, epochs: int = 6, knobs=None) -> dict:
@@ -149,12 +155,13 @@ def _decided(rule: RaceRule, evidence: Evidence, scores: list[float], config: di
 
 
 def test_one_decided_as_unlikely_to_reach_sends_the_next_confirmation_to_another_model():
-    """Deciding by a quarter of a schedule, a contender behind the baseline is rarely cut as
-    short (its reach is 0.3-0.45, not below 0.2): it is decided. Its model is doubted, so the
+    """Deciding by a quarter of a schedule, against a baseline whose validations scatter, a
+    contender behind it is rarely cut as short (its reach is 0.3-0.45, not below 0.2): it is
+    decided. Its model is doubted, so the
     next confirmation goes to a model without its values, and its plan's end bounds no other's
     time. Otherwise all four of the classifier's confirmations went to width 0.5, and missed."""
     evidence = Evidence()
-    rule = RaceRule(BASELINE, 0.79, evidence)
+    rule = RaceRule(NOISY, 0.79, evidence)
     thin, thin_smaller, wide = ({"width": 0.5, "batch_size": 8}, {"width": 0.5, "batch_size": 4},
                                 {"width": 1.0, "batch_size": 8})
     searcher = Confirmations([thin, thin_smaller, wide], [4.0, 5.0, 6.0], evidence)
@@ -173,7 +180,7 @@ def test_one_decided_as_unlikely_rules_out_its_model_at_a_larger_batch():
     classifier's 60 epochs the race otherwise spent its four confirmations on batch 64-256,
     each decided unlikely, where the answer was batch 32."""
     evidence = Evidence()
-    rule = RaceRule(BASELINE, 0.79, evidence)
+    rule = RaceRule(NOISY, 0.79, evidence)
     big, bigger, small = ({"width": 1.0, "batch_size": 16}, {"width": 1.0, "batch_size": 32},
                           {"width": 1.0, "batch_size": 8})
     searcher = Confirmations([big, bigger, small], [4.0, 5.0, 6.0], evidence)
@@ -191,7 +198,7 @@ def test_one_decided_unlikely_far_short_rules_out_a_finer_precision_too(scores, 
     precision can make up, the same model at fp32 learns no more either; just short, fp32 is
     still confirmed (bf16's mantissa cost the classifier about a point)."""
     evidence = Evidence()
-    rule = RaceRule(BASELINE, 0.79, evidence)
+    rule = RaceRule(NOISY, 0.79, evidence)
     bf16, fp32, small = ({"width": 1.0, "batch_size": 16, "precision": "bf16-mixed"},
                          {"width": 1.0, "batch_size": 16, "precision": "fp32"},
                          {"width": 1.0, "batch_size": 8, "precision": "bf16-mixed"})
@@ -202,6 +209,36 @@ def test_one_decided_unlikely_far_short_rules_out_a_finer_precision_too(scores, 
     (_, gap), = evidence.shortfalls()
     assert (gap > PRECISION_COST) == finer_too
     assert searcher.suggest("b") == (small if finer_too else fp32)
+
+
+def test_a_point_is_held_as_uncertain_as_the_baselines_own_curve_scatters():
+    """The race's noise is read off the baseline's curve: its floor for a smooth one, more the
+    more its validations scatter, at most SIGMA (set on unet3d), and SIGMA where too few points
+    tell it."""
+    smooth, noisy = noise(BASELINE["curve"]), noise(NOISY["curve"])
+    assert smooth == NOISE_FLOOR and smooth < noisy < SIGMA
+    deeper = [[e, s - 0.08 * (e in (5, 7)), t] for e, s, t in NOISY["curve"]]
+    assert noisy < noise(deeper) <= SIGMA
+    assert noise(BASELINE["curve"][:4]) == SIGMA  # 4 points: too few to tell
+
+
+def test_a_contender_behind_a_smooth_baseline_is_cut_as_short_and_taught_as_a_miss():
+    """Against a baseline whose curve scatters little, a contender 1.2x its error at equal
+    progress is surely short: cut at its first judgment and taught as a miss (the classifier's
+    width-0.5 contenders, held no surer than unet3d's Dice, were decided at a 0.3 chance and
+    measured, and each ended 2-5 points short). Against a noisy one it is only decided."""
+    config = {"width": 0.5, "batch_size": 16}
+    outcomes = {}
+    for name, baseline in (("smooth", BASELINE), ("noisy", NOISY)):
+        evidence = Evidence()
+        status, reason, reach = _decided(RaceRule(baseline, 0.79, evidence), evidence,
+                                         [0.4, 0.5, 0.55], config)
+        outcomes[name] = (status, reach, evidence.misses())
+    status, reach, misses = outcomes["smooth"]
+    assert status == TrialStatus.PRUNED and reach < 0.05
+    assert [c for c, _ in misses] == [config]
+    status, reach, misses = outcomes["noisy"]
+    assert status == TrialStatus.DECIDED and 0.2 < reach < LIKELY and misses == []
 
 
 def test_a_decided_hit_has_a_prediction_error_against_its_measured_run():

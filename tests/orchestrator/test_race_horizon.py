@@ -64,9 +64,10 @@ def test_on_a_long_job_a_contender_is_decided_halfway_to_the_target():
     low, mid, high, at, *_ = evidence.expectation("c")
     assert at == 32 and mid == pytest.approx(32.0)  # where the baseline got there, 1 s an epoch
     assert low <= 32.0 <= high
-    # Cut at 40 epochs, the same job's target comes late: decided at a quarter of its plan.
+    # Cut at 40 epochs, the same job's target comes late: judged from a fifth of its plan on and
+    # decided by a quarter (this smooth curve tells it as soon as it is judged).
     epoch, (status, _), _ = _race(SHORT, planned=40)
-    assert status == TrialStatus.DECIDED and epoch == math.ceil(DECIDE_AT * 40)
+    assert status == TrialStatus.DECIDED and RUNG * 40 <= epoch <= math.ceil(DECIDE_AT * 40)
 
 
 def test_the_bet_on_a_slower_prediction_is_judged_where_the_race_decides():

@@ -11,6 +11,13 @@ real first epoch at the target. Printed and written beside the input: per run, w
 would have stopped it and why, whether the real time fell in its interval, and whether a run
 it called short of the target reached it after all (a false "short").
 
+`--searches DIR ...` replays instead the race's own contenders in the search folders
+benchmarks/long_jobs.py wrote (its `--out`): each contender whose configuration (at any length)
+a measured run of the same search trained to its end, against that search's baseline and
+target; the measured run tells whether it reached the target. Printed per workload and length:
+the baseline's noise (race.noise), how the contenders were decided, and their chance to reach
+against the truth (Brier score; those cut as short that reached, and those that missed).
+
 `--decide-at F ...` replays the same runs with the race deciding by each fraction F of a
 contender's schedule (race.DECIDE_AT): how often the interval holds the real time, how far the
 expected time is from it, and whether the chance to reach still tells the runs that missed from
@@ -30,29 +37,53 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from orchestrator.curves import first_at  # noqa: E402
 from orchestrator.evidence import Evidence  # noqa: E402
+from orchestrator.records import Role, read_journal  # noqa: E402
 from orchestrator.screen import race  # noqa: E402
+from trainables.identity import LENGTH, canonical, run_of, without  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
-def replay(run: dict, baseline_curve: list, target: float, decide_at: float) -> dict:
-    """The race's first decision on `run` (its curve, its plan), and the truth."""
+def decide(run: dict, baseline_curve: list, target: float, decide_at: float) -> dict | None:
+    """The race's first decision on `run` (its curve, its plan; `last_epoch`, where it was
+    stopped after its last validation): where, why, and what it expected; None if it never
+    decided."""
     rule = race.RaceRule({"curve": baseline_curve}, target, Evidence(), decide_at)
     planned = int(run["epochs"])
+    for report in reports(run["curve"], run.get("last_epoch")):
+        decided = rule("run", report | {"epochs_planned": planned})
+        if decided is not None:
+            low, mid, high, _, reach, _ = rule.evidence.expectation("run")
+            return {"at_epoch": int(report["epoch"]), "of": planned,
+                    "status": str(decided[0]), "reason": decided[1],
+                    "expected": [low, mid, high], "reach": reach}
+    return None
+
+
+def replay(run: dict, baseline_curve: list, target: float, decide_at: float) -> dict:
+    """The race's first decision on a run trained to its end, against the truth: its real
+    first time at the target."""
     truth = first_at(run["curve"], target)
-    for epoch, score, seconds in run["curve"]:
-        decided = rule("run", {"epoch": epoch, "epochs_planned": planned, "val_score": score,
-                               "val_epoch": epoch, "train_time_s": seconds})
-        if decided is None:
-            continue
-        low, mid, high, _, reach, _ = rule.evidence.expectation("run")
-        actual = truth.seconds if truth else math.inf
-        return {"at_epoch": int(epoch), "of": planned, "status": str(decided[0]),
-                "reason": decided[1], "expected": [low, mid, high], "reach": reach,
-                "actual_s": actual,
-                "covered": low <= actual <= high,
-                "false_short": "short" in decided[1] and truth is not None}
-    return {"at_epoch": None, "of": planned, "actual_s": truth.seconds if truth else None}
+    actual = truth.seconds if truth else math.inf
+    found = decide(run, baseline_curve, target, decide_at)
+    if found is None:
+        return {"at_epoch": None, "of": int(run["epochs"]),
+                "actual_s": truth.seconds if truth else None}
+    low, _, high = found["expected"]
+    return found | {"actual_s": actual, "covered": low <= actual <= high,
+                    "false_short": "short" in found["reason"] and truth is not None}
+
+
+def reports(curve: list, last_epoch: int | None = None) -> list[dict]:
+    """What the stopper heard of a run: a report per validated epoch, and one at `last_epoch`
+    (training time at the pace between its first and last validations) where it was stopped
+    after its last validation (the race decides at an epoch it did not validate)."""
+    out = [{"epoch": e, "val_score": s, "val_epoch": e, "train_time_s": t} for e, s, t in curve]
+    if last_epoch is not None and curve and last_epoch > curve[-1][0]:
+        (e0, _, t0), (e1, _, t1) = curve[0], curve[-1]
+        pace = (t1 - t0) / (e1 - e0) if e1 > e0 else t1 / e1
+        out.append({"epoch": last_epoch, "train_time_s": t1 + pace * (last_epoch - e1)})
+    return out
 
 
 def replays(headline: dict, decide_at: float = race.DECIDE_AT) -> dict:
@@ -84,6 +115,68 @@ def summary(out: dict) -> dict:
             if judged else None}
 
 
+def _same(knobs: dict) -> str:
+    """A contender's configuration at any length, speed switches aside."""
+    return canonical(without(run_of(knobs), {LENGTH}))
+
+
+def searched(root: Path) -> dict:
+    """The race's contenders in the search folders under `root` whose configuration a measured
+    run of the same search trained to its end, replayed; per "workload length"."""
+    out: dict[str, list] = {}
+    for journal in sorted(root.rglob("trials.jsonl")):
+        folder = journal.parent
+        if not (folder / "baseline.json").exists() or not (folder / "measured.json").exists():
+            continue
+        baseline = json.loads((folder / "baseline.json").read_text())
+        target = json.loads((folder / "measured.json").read_text())["target"]
+        records = list(read_journal(journal)[0].values())
+        truth: dict[str, bool] = {}
+        for r in records:
+            if r.role == Role.MEASURED:
+                key = _same(r.knobs)
+                truth[key] = truth.get(key, False) or first_at(r.curve, target) is not None
+        name = f"{baseline['config']['workload']} {baseline['epochs']}"
+        for r in records:
+            if r.role == Role.TRIAL and r.curve and _same(r.knobs) in truth:
+                run = {"curve": r.curve, "epochs": r.knobs.get(LENGTH) or r.epochs,
+                       "last_epoch": r.epochs}
+                row = decide(run, baseline["curve"], target, race.DECIDE_AT) or {}
+                out.setdefault(name, []).append(
+                    row | {"knobs": r.knobs, "reached": truth[_same(r.knobs)],
+                           "search": str(folder), "noise": race.noise(baseline["curve"])})
+    return out
+
+
+def told(rows: list[dict]) -> dict:
+    """How the replayed contenders' chance to reach the target told the truth."""
+    judged = [x for x in rows if x.get("at_epoch")]
+    short = [x for x in judged if "short" in x["reason"]]
+    return {"contenders": len(rows), "judged": len(judged), "noise": rows[0]["noise"],
+            "brier": statistics.mean((x["reach"] - x["reached"]) ** 2 for x in judged)
+            if judged else None,
+            "reach_of_reached": sorted(round(x["reach"], 2) for x in judged if x["reached"]),
+            "reach_of_missed": sorted(round(x["reach"], 2) for x in judged if not x["reached"]),
+            "cut_short_reached": sum(x["reached"] for x in short),
+            "cut_short_missed": sum(not x["reached"] for x in short)}
+
+
+def main_searches(roots: list[str]) -> None:
+    out = {}
+    for root in roots:
+        for name, rows in searched(Path(root)).items():
+            out.setdefault(name, []).extend(rows)
+    found = {name: told(rows) for name, rows in sorted(out.items())}
+    for name, t in found.items():
+        print(f"{name}: noise {t['noise']:.3f}; {t['judged']} of {t['contenders']} contenders "
+              f"judged; Brier {t['brier']:.3f}; chance to reach of those that reached "
+              f"{t['reach_of_reached']}, that missed {t['reach_of_missed']}; cut as short: "
+              f"{t['cut_short_missed']} that missed, {t['cut_short_reached']} that reached")
+    target = RESULTS / "race_searches.json"
+    target.write_text(json.dumps({"searches": roots, "told": found}, indent=2, default=str))
+    print(f"results: {target}")
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("headline", nargs="?", default=str(RESULTS / "headline.json"))
@@ -91,7 +184,11 @@ def main(argv=None) -> None:
                     help="also replay with the race deciding by these fractions of a schedule "
                          "(of the share it reads: race.horizon, the whole schedule where the "
                          "baseline reached the target halfway or later)")
+    ap.add_argument("--searches", nargs="+", default=None,
+                    help="replay the race's contenders in these long_jobs.py --out folders")
     args = ap.parse_args(argv)
+    if args.searches:
+        return main_searches(args.searches)
     path = Path(args.headline)
     headline = json.loads(path.read_text())
     out = replays(headline)

@@ -25,8 +25,8 @@ BASELINE = {"train_time_s": 100.0, "val_score": 0.80, "epochs": 10,
             "curve": [[e, [0.5, 0.6, 0.65, 0.7, 0.74, 0.76, 0.78, 0.79, 0.795, 0.80][e - 1],
                        10.0 * e] for e in range(1, 11)]}
 # The same run whose validations scatter as unet3d's Dice did (two dips of 4-6 points): the race
-# holds each of a contender's points no surer than that (race.noise ~0.2, where BASELINE's smooth
-# curve gives its floor).
+# holds each of a contender's points no surer than SIGMA (race.noise), where BASELINE's smooth
+# curve gives 0.03.
 NOISY = BASELINE | {"curve": [[e, [0.5, 0.6, 0.65, 0.7, 0.66, 0.76, 0.72, 0.79, 0.795, 0.80][e - 1],
                                10.0 * e] for e in range(1, 11)]}
 
@@ -212,13 +212,17 @@ def test_one_decided_unlikely_far_short_rules_out_a_finer_precision_too(scores, 
 
 
 def test_a_point_is_held_as_uncertain_as_the_baselines_own_curve_scatters():
-    """The race's noise is read off the baseline's curve: its floor for a smooth one, more the
-    more its validations scatter, at most SIGMA (set on unet3d), and SIGMA where too few points
+    """The race's noise is read off the baseline's curve: its floor for one without scatter,
+    more the more its validations scatter, at most SIGMA (set on unet3d), and SIGMA where too few points
     tell it."""
-    smooth, noisy = noise(BASELINE["curve"]), noise(NOISY["curve"])
-    assert smooth == NOISE_FLOOR and smooth < noisy < SIGMA
-    deeper = [[e, s - 0.08 * (e in (5, 7)), t] for e, s, t in NOISY["curve"]]
-    assert noisy < noise(deeper) <= SIGMA
+    def dipped(by: float) -> list:  # BASELINE's validations at epochs 5 and 7 `by` lower
+        return [[e, s - by * (e in (5, 7)), t] for e, s, t in BASELINE["curve"]]
+
+    geometric = [[e, 1.0 - 0.5 * 0.8 ** e, 10.0 * e] for e in range(1, 11)]  # no scatter
+    assert noise(geometric) == NOISE_FLOOR
+    readings = [noise(dipped(by)) for by in (0.0, 0.01, 0.02, 0.03)]
+    assert NOISE_FLOOR < readings[0] and readings == sorted(set(readings))
+    assert readings[-1] < SIGMA == noise(NOISY["curve"])
     assert noise(BASELINE["curve"][:4]) == SIGMA  # 4 points: too few to tell
 
 

@@ -1,10 +1,11 @@
 """The answer's economics: how much faster, at what cost, paid back when. One definition, here,
 for the printed summary, `economics.json`, the MLflow parent run and the benchmarks.
 
-Both sides of every ratio are the same kind of time on the same clock: training time
+Both sides of every speedup are the same kind of time on the same clock: training time
 (`train_time_s`: the workers' training steps, without validation, Ray's start-up or the
 trial's warm-up), and each side's process warmed up before its clock starts (its first-use
-costs, `first_use_s`, are recorded apart, for both).
+costs, `first_use_s`, are recorded apart, for both). The cost is not: it is wall time, set
+against the baseline's training time (below), so a cost in baseline runs errs high.
 
     speedup               baseline_s / found_s: the baseline's run as the user makes it (its N
                           epochs) against the answer trained as it is handed over
@@ -18,6 +19,11 @@ costs, `first_use_s`, are recorded apart, for both).
     search_cost_s         the search's wall time from start to finish (Ray's start included),
                           minus the baseline's run, and nothing else; `stage_s` splits it
                           by stage, `losers_s` is the training of what was not handed over
+    search_cost_baseline_runs  search_cost_s / baseline_s: the search's wall (its
+                          validations, trial starts and screen jobs included) over the
+                          baseline's training alone. Unet3d's 32-epoch baseline trained 64 s in
+                          an 87-s trial (17 s of it validation), so a search of 78 s reads 1.22
+                          runs where it took 0.89 of that trial's wall
     payback_runs          search_cost_s / (baseline_s - found_s): runs until the time saved
                           pays for the search
     hit_rate              confirmations that reached the target / confirmations run; a race's

@@ -14,8 +14,8 @@ from orchestrator.measure import attempts, validation_cadence
 from orchestrator.records import TrialRecord
 from orchestrator.screen.confirm import Confirmations, judged_at
 from orchestrator.screen.predict import Prediction
-from orchestrator.screen.race import (DECIDE_AT, NOISE_FLOOR, SIGMA, BaselineCurve, RaceRule, expect,
-                                      noise)
+from orchestrator.screen.race import (DECIDE_AT, NOISE_FLOOR, SIGMA, BaselineCurve, RaceRule,
+                                      expect, noise)
 from trainables.config import TrialConfig
 from trainables.loop.fit import validates
 from trainables.status import TrialStatus
@@ -27,8 +27,9 @@ BASELINE = {"train_time_s": 100.0, "val_score": 0.80, "epochs": 10,
 # The same run whose validations scatter as unet3d's Dice did (two dips of 4-6 points): the race
 # holds each of a contender's points no surer than SIGMA (race.noise), where BASELINE's smooth
 # curve gives 0.03.
-NOISY = BASELINE | {"curve": [[e, [0.5, 0.6, 0.65, 0.7, 0.66, 0.76, 0.72, 0.79, 0.795, 0.80][e - 1],
-                               10.0 * e] for e in range(1, 11)]}
+NOISY = BASELINE | {"curve": [
+    [e, [0.5, 0.6, 0.65, 0.7, 0.66, 0.76, 0.72, 0.79, 0.795, 0.80][e - 1], 10.0 * e]
+    for e in range(1, 11)]}
 
 
 def _measured(train_s: float, at_s: float | None, epochs: int = 6, knobs=None) -> dict:
@@ -213,8 +214,8 @@ def test_one_decided_unlikely_far_short_rules_out_a_finer_precision_too(scores, 
 
 def test_a_point_is_held_as_uncertain_as_the_baselines_own_curve_scatters():
     """The race's noise is read off the baseline's curve: its floor for one without scatter,
-    more the more its validations scatter, at most SIGMA (set on unet3d), and SIGMA where too few points
-    tell it."""
+    more the more its validations scatter, at most SIGMA (set on unet3d), and SIGMA where too
+    few points tell it."""
     def dipped(by: float) -> list:  # BASELINE's validations at epochs 5 and 7 `by` lower
         return [[e, s - by * (e in (5, 7)), t] for e, s, t in BASELINE["curve"]]
 

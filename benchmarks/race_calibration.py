@@ -39,7 +39,7 @@ from orchestrator.curves import first_at  # noqa: E402
 from orchestrator.evidence import Evidence  # noqa: E402
 from orchestrator.records import Role, read_journal  # noqa: E402
 from orchestrator.screen import race  # noqa: E402
-from trainables.identity import LENGTH, canonical, run_of, without  # noqa: E402
+from trainables.identity import LENGTH, key_without, run_of  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -117,7 +117,7 @@ def summary(out: dict) -> dict:
 
 def _same(knobs: dict) -> str:
     """A contender's configuration at any length, speed switches aside."""
-    return canonical(without(run_of(knobs), {LENGTH}))
+    return key_without(run_of(knobs), {LENGTH})
 
 
 def searched(root: Path) -> dict:
@@ -130,21 +130,21 @@ def searched(root: Path) -> dict:
             continue
         baseline = json.loads((folder / "baseline.json").read_text())
         target = json.loads((folder / "measured.json").read_text())["target"]
-        records = list(read_journal(journal)[0].values())
+        records = [(r, _same(r.knobs)) for r in read_journal(journal)[0].values()]
         truth: dict[str, bool] = {}
-        for r in records:
+        for r, key in records:
             if r.role == Role.MEASURED:
-                key = _same(r.knobs)
                 truth[key] = truth.get(key, False) or first_at(r.curve, target) is not None
         name = f"{baseline['config']['workload']} {baseline['epochs']}"
-        for r in records:
-            if r.role == Role.TRIAL and r.curve and _same(r.knobs) in truth:
+        noise = race.noise(baseline["curve"])
+        for r, key in records:
+            if r.role == Role.TRIAL and r.curve and key in truth:
                 run = {"curve": r.curve, "epochs": r.knobs.get(LENGTH) or r.epochs,
                        "last_epoch": r.epochs}
                 row = decide(run, baseline["curve"], target, race.DECIDE_AT) or {}
                 out.setdefault(name, []).append(
-                    row | {"knobs": r.knobs, "reached": truth[_same(r.knobs)],
-                           "search": str(folder), "noise": race.noise(baseline["curve"])})
+                    row | {"knobs": r.knobs, "reached": truth[key], "search": str(folder),
+                           "noise": noise})
     return out
 
 

@@ -10,9 +10,9 @@ A schedule planned for E epochs anneals by epoch E, where the P-epoch schedule w
 high learning rate, so the run often ends above the target; where it does not (its best
 validated score below the target: a schedule squeezed too far), it is measured again halfway to
 its plan (where that is a fifth shorter than the plan, or more), then at its whole plan, P
-epochs, which its confirmation showed passes the target on the way. Each attempt is a run of its own in the search's cost. What a search measured is known
-to later searches of the same question on this machine kind (the strategy's
-`known_measurement`), and not trained again.
+epochs, which its confirmation showed passes the target on the way. Each attempt is a run of
+its own in the search's cost. What a search measured is known to later searches of the same
+question on this machine kind (the strategy's `known_measurement`), and not trained again.
 
 A measured miss teaches as a confirmation's does:
 * **Lengthened only while it pays.** The third length is tried only where the second made up

@@ -21,7 +21,11 @@ against the truth (Brier score; those cut as short that reached, and those that 
 `--decide-at F ...` replays the same runs with the race deciding by each fraction F of a
 contender's schedule (race.DECIDE_AT): how often the interval holds the real time, how far the
 expected time is from it, and whether the chance to reach still tells the runs that missed from
-those that reached. What the race spends on each contender is that fraction of its plan.
+those that reached. What the race spends on each contender is that fraction of its plan. With
+`--searches`, a contender's curve ends where its race stopped it, unless the measure stage
+trained its very run (same settings, seed and plan) to its end: then it reads on there
+(`trained_on`). A fraction later than what is known of a contender leaves it undecided
+(counted apart).
 """
 
 from __future__ import annotations
@@ -39,7 +43,7 @@ from orchestrator.curves import first_at  # noqa: E402
 from orchestrator.evidence import Evidence  # noqa: E402
 from orchestrator.records import Role, read_journal  # noqa: E402
 from orchestrator.screen import race  # noqa: E402
-from trainables.identity import LENGTH, key_without, run_of  # noqa: E402
+from trainables.identity import LENGTH, key_without, run_key, run_of  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -120,9 +124,10 @@ def _same(knobs: dict) -> str:
     return key_without(run_of(knobs), {LENGTH})
 
 
-def searched(root: Path) -> dict:
+def searched(root: Path, decide_at: float = race.DECIDE_AT) -> dict:
     """The race's contenders in the search folders under `root` whose configuration a measured
-    run of the same search trained to its end, replayed; per "workload length"."""
+    run of the same search trained to its end, replayed deciding by `decide_at`; per "workload
+    length"."""
     out: dict[str, list] = {}
     for journal in sorted(root.rglob("trials.jsonl")):
         folder = journal.parent
@@ -132,20 +137,37 @@ def searched(root: Path) -> dict:
         target = json.loads((folder / "measured.json").read_text())["target"]
         records = [(r, _same(r.knobs)) for r in read_journal(journal)[0].values()]
         truth: dict[str, bool] = {}
+        whole: dict[str, list] = {}  # run_key (its plan included) -> a measured run's curve
         for r, key in records:
             if r.role == Role.MEASURED:
                 truth[key] = truth.get(key, False) or first_at(r.curve, target) is not None
+                whole[run_key(r.knobs)] = r.curve
         name = f"{baseline['config']['workload']} {baseline['epochs']}"
         noise = race.noise(baseline["curve"])
         for r, key in records:
             if r.role == Role.TRIAL and r.curve and key in truth:
-                run = {"curve": r.curve, "epochs": r.knobs.get(LENGTH) or r.epochs,
-                       "last_epoch": r.epochs}
-                row = decide(run, baseline["curve"], target, race.DECIDE_AT) or {}
+                run = trained_on(r, whole.get(run_key(r.knobs)))
+                row = decide(run, baseline["curve"], target, decide_at) or {}
                 out.setdefault(name, []).append(
                     row | {"knobs": r.knobs, "reached": truth[key], "search": str(folder),
-                           "noise": noise})
+                           "noise": noise, "trained_on": run["trained_on"]})
     return out
+
+
+def trained_on(rec, measured: list | None) -> dict:
+    """A contender's run as the replay reads it: its race's curve, and where the measure stage
+    trained its very run (the same settings, seed and plan: the same weights epoch for epoch) to
+    its end, that run's later validations too, on the contender's own pace; so a fraction later
+    than where its race stopped it can be replayed."""
+    planned = rec.knobs.get(LENGTH) or rec.epochs
+    curve, last = [list(p) for p in rec.curve], rec.epochs
+    later = [p for p in measured or [] if p[0] > last]
+    if later and len(curve) > 1:
+        (e0, _, t0), (e1, _, t1) = curve[0], curve[-1]
+        pace = (t1 - t0) / (e1 - e0) if e1 > e0 else t1 / e1
+        curve += [[e, score, t1 + pace * (e - e1)] for e, score, _ in later]
+        last = int(planned)
+    return {"curve": curve, "epochs": planned, "last_epoch": last, "trained_on": bool(later)}
 
 
 def told(rows: list[dict]) -> dict:
@@ -158,22 +180,39 @@ def told(rows: list[dict]) -> dict:
             "reach_of_reached": sorted(round(x["reach"], 2) for x in judged if x["reached"]),
             "reach_of_missed": sorted(round(x["reach"], 2) for x in judged if not x["reached"]),
             "cut_short_reached": sum(x["reached"] for x in short),
-            "cut_short_missed": sum(not x["reached"] for x in short)}
+            "cut_short_missed": sum(not x["reached"] for x in short),
+            "trained_on": sum(bool(x.get("trained_on")) for x in rows),
+            # what the race spends on each: this share of its plan, the median
+            "fraction_of_plan": statistics.median(x["at_epoch"] / x["of"] for x in judged)
+            if judged else None}
 
 
-def main_searches(roots: list[str]) -> None:
-    out = {}
+def told_searches(roots: list[str], decide_at: float) -> dict:
+    """Per "workload length", how the contenders of the searches under `roots`, replayed
+    deciding by `decide_at`, were told (`told`)."""
+    out: dict[str, list] = {}
     for root in roots:
-        for name, rows in searched(Path(root)).items():
+        for name, rows in searched(Path(root), decide_at).items():
             out.setdefault(name, []).extend(rows)
-    found = {name: told(rows) for name, rows in sorted(out.items())}
-    for name, t in found.items():
-        print(f"{name}: noise {t['noise']:.3f}; {t['judged']} of {t['contenders']} contenders "
-              f"judged; Brier {t['brier']:.3f}; chance to reach of those that reached "
-              f"{t['reach_of_reached']}, that missed {t['reach_of_missed']}; cut as short: "
-              f"{t['cut_short_missed']} that missed, {t['cut_short_reached']} that reached")
+    return {name: told(rows) for name, rows in sorted(out.items())}
+
+
+def main_searches(roots: list[str], fractions: list[float]) -> None:
+    found = told_searches(roots, race.DECIDE_AT)
+    sweep = {str(f): told_searches(roots, f) for f in fractions}
+    for fraction, by_name in [(race.DECIDE_AT, found), *((float(f), t) for f, t in sweep.items())]:
+        print(f"deciding by {fraction:.0%} of a schedule:")
+        for name, t in by_name.items():
+            brier = "-" if t["brier"] is None else f"{t['brier']:.3f}"
+            print(f"  {name}: noise {t['noise']:.3f}; {t['judged']} of {t['contenders']} "
+                  f"contenders judged ({t['trained_on']} read on past their race); "
+                  f"Brier {brier}; chance to reach of those that reached "
+                  f"{t['reach_of_reached']}, that missed {t['reach_of_missed']}; cut as short: "
+                  f"{t['cut_short_missed']} that missed, {t['cut_short_reached']} that reached; "
+                  f"decided at {t['fraction_of_plan'] or 0:.0%} of a plan (median)")
     target = RESULTS / "race_searches.json"
-    target.write_text(json.dumps({"searches": roots, "told": found}, indent=2, default=str))
+    target.write_text(json.dumps({"searches": roots, "told": found, "decide_at": {
+        "chosen": race.DECIDE_AT, "sweep": sweep}}, indent=2, default=str))
     print(f"results: {target}")
 
 
@@ -188,7 +227,7 @@ def main(argv=None) -> None:
                     help="replay the race's contenders in these long_jobs.py --out folders")
     args = ap.parse_args(argv)
     if args.searches:
-        return main_searches(args.searches)
+        return main_searches(args.searches, args.decide_at)
     path = Path(args.headline)
     headline = json.loads(path.read_text())
     out = replays(headline)

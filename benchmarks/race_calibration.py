@@ -84,10 +84,16 @@ def reports(curve: list, last_epoch: int | None = None) -> list[dict]:
     after its last validation (the race decides at an epoch it did not validate)."""
     out = [{"epoch": e, "val_score": s, "val_epoch": e, "train_time_s": t} for e, s, t in curve]
     if last_epoch is not None and curve and last_epoch > curve[-1][0]:
-        (e0, _, t0), (e1, _, t1) = curve[0], curve[-1]
-        pace = (t1 - t0) / (e1 - e0) if e1 > e0 else t1 / e1
-        out.append({"epoch": last_epoch, "train_time_s": t1 + pace * (last_epoch - e1)})
+        out.append({"epoch": last_epoch, "train_time_s": at_pace(curve, last_epoch)})
     return out
+
+
+def at_pace(curve: list, epoch: int) -> float:
+    """The training time at `epoch`, past the curve's last point, at its pace between its first
+    and last validations."""
+    (e0, _, t0), (e1, _, t1) = curve[0], curve[-1]
+    pace = (t1 - t0) / (e1 - e0) if e1 > e0 else t1 / e1
+    return t1 + pace * (epoch - e1)
 
 
 def replays(headline: dict, decide_at: float = race.DECIDE_AT) -> dict:
@@ -124,10 +130,10 @@ def _same(knobs: dict) -> str:
     return key_without(run_of(knobs), {LENGTH})
 
 
-def searched(root: Path, decide_at: float = race.DECIDE_AT) -> dict:
+def searched(root: Path) -> dict:
     """The race's contenders in the search folders under `root` whose configuration a measured
-    run of the same search trained to its end, replayed deciding by `decide_at`; per "workload
-    length"."""
+    run of the same search trained to its end, each with its search's baseline curve, target and
+    the truth; per "workload length"."""
     out: dict[str, list] = {}
     for journal in sorted(root.rglob("trials.jsonl")):
         folder = journal.parent
@@ -146,12 +152,19 @@ def searched(root: Path, decide_at: float = race.DECIDE_AT) -> dict:
         noise = race.noise(baseline["curve"])
         for r, key in records:
             if r.role == Role.TRIAL and r.curve and key in truth:
-                run = trained_on(r, whole.get(run_key(r.knobs)))
-                row = decide(run, baseline["curve"], target, decide_at) or {}
-                out.setdefault(name, []).append(
-                    row | {"knobs": r.knobs, "reached": truth[key], "search": str(folder),
-                           "noise": noise, "trained_on": run["trained_on"]})
+                out.setdefault(name, []).append({
+                    "run": trained_on(r, whole.get(run_key(r.knobs))),
+                    "baseline_curve": baseline["curve"], "target": target,
+                    "knobs": r.knobs, "reached": truth[key], "search": str(folder),
+                    "noise": noise})
     return out
+
+
+def decided(contenders: list[dict], decide_at: float) -> list[dict]:
+    """`contenders` (`searched`), each with the race's decision on it deciding by `decide_at`."""
+    return [(decide(c["run"], c["baseline_curve"], c["target"], decide_at) or {}) |
+            {k: c[k] for k in ("knobs", "reached", "search", "noise")} |
+            {"trained_on": c["run"]["trained_on"]} for c in contenders]
 
 
 def trained_on(rec, measured: list | None) -> dict:
@@ -163,9 +176,7 @@ def trained_on(rec, measured: list | None) -> dict:
     curve, last = [list(p) for p in rec.curve], rec.epochs
     later = [p for p in measured or [] if p[0] > last]
     if later and len(curve) > 1:
-        (e0, _, t0), (e1, _, t1) = curve[0], curve[-1]
-        pace = (t1 - t0) / (e1 - e0) if e1 > e0 else t1 / e1
-        curve += [[e, score, t1 + pace * (e - e1)] for e, score, _ in later]
+        curve += [[e, score, at_pace(rec.curve, e)] for e, score, _ in later]
         last = int(planned)
     return {"curve": curve, "epochs": planned, "last_epoch": last, "trained_on": bool(later)}
 
@@ -187,19 +198,17 @@ def told(rows: list[dict]) -> dict:
             if judged else None}
 
 
-def told_searches(roots: list[str], decide_at: float) -> dict:
-    """Per "workload length", how the contenders of the searches under `roots`, replayed
-    deciding by `decide_at`, were told (`told`)."""
-    out: dict[str, list] = {}
-    for root in roots:
-        for name, rows in searched(Path(root), decide_at).items():
-            out.setdefault(name, []).extend(rows)
-    return {name: told(rows) for name, rows in sorted(out.items())}
-
-
 def main_searches(roots: list[str], fractions: list[float]) -> None:
-    found = told_searches(roots, race.DECIDE_AT)
-    sweep = {str(f): told_searches(roots, f) for f in fractions}
+    contenders: dict[str, list] = {}  # read once, replayed at every fraction
+    for root in roots:
+        for name, rows in searched(Path(root)).items():
+            contenders.setdefault(name, []).extend(rows)
+
+    def told_at(decide_at: float) -> dict:
+        return {name: told(decided(rows, decide_at)) for name, rows in sorted(contenders.items())}
+
+    found = told_at(race.DECIDE_AT)
+    sweep = {str(f): told_at(f) for f in fractions}
     for fraction, by_name in [(race.DECIDE_AT, found), *((float(f), t) for f, t in sweep.items())]:
         print(f"deciding by {fraction:.0%} of a schedule:")
         for name, t in by_name.items():

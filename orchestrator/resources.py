@@ -16,10 +16,13 @@ import contextlib
 import logging
 import os
 import time
+from collections.abc import Callable
 from dataclasses import replace
 
 from orchestrator.ray_token import private_token
 from trainables.trial.resources import ResourcePlan
+
+logger = logging.getLogger(__name__)
 
 # Ray Train's controller polls its workers every 2 s by default; each trial then waits up to
 # 2 s to notice its workers started and again to notice they finished. 0.1 s saves ~4 s a trial.
@@ -151,8 +154,39 @@ def init_ray() -> bool:
     # A new local Ray turns token authentication on and would write a missing token readable by
     # every local user: write it private first (orchestrator/ray_token.py).
     private_token()
+    _start_twice_if_slow(_start_local)
+    private_token(create=False)  # whatever Ray wrote while it started: 0600 too
+    return True
+
+
+# Ray gives a new node's raylet 30 s to register (ray/_private/node.py, not configurable), and
+# it registers only once its agents (Python processes importing most of Ray) are up: on 2 cores
+# busy with other work (a second search, a test suite's own Rays) that took longer, once in CI.
+# A second start, once what the first left is stopped, costs ~5 s where failing costs the run.
+LOCAL_STARTS = 2
+
+
+def _start_twice_if_slow(start: Callable[[], None]) -> None:
+    for attempt in range(1, LOCAL_STARTS + 1):
+        before = _children()
+        try:
+            start()
+            return
+        except Exception as err:  # Ray raises a bare Exception for this one
+            if attempt == LOCAL_STARTS or "timed out during startup" not in str(err):
+                raise
+            # What the failed start left running (GCS, raylet, agents, dashboard) would hold
+            # CPU and shared memory beside the next one.
+            _stop(_children() - before)
+            logger.warning("the local Ray did not start within Ray's 30 s (a busy machine?): "
+                           "starting it again")
+
+
+def _start_local() -> None:
+    import ray
+
     dashboard = _own_dashboard()
-    with _loopback_only():
+    with _loopback_only(), _agent_on_a_free_port():
         ray.init(
             # "local" always starts a fresh instance: never silently join a stray `ray start` head
             # (RAY_ADDRESS is the explicit way to join a cluster).
@@ -168,8 +202,21 @@ def init_ray() -> bool:
             # console shows the search's own progress, one line per trial epoch.
             log_to_driver=False,
         )
-    private_token(create=False)  # whatever Ray wrote while it started: 0600 too
-    return True
+
+
+def _children() -> set:
+    import psutil
+
+    return set(psutil.Process().children(recursive=True))
+
+
+def _stop(processes: set) -> None:
+    import psutil
+
+    for process in processes:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            process.kill()
+    psutil.wait_procs(list(processes), timeout=10)
 
 
 LOOPBACK = "127.0.0.1"
@@ -201,6 +248,33 @@ def _loopback_only():
             os.environ.pop(env, None)
         else:
             os.environ[env] = saved_env
+
+
+@contextlib.contextmanager
+def _agent_on_a_free_port():
+    """Let a local Ray's dashboard agent serve HTTP on a free port instead of Ray's fixed 52365.
+
+    `ray.init` gives every local node that port (`RayParams`' default; only `ray start` takes
+    another), so the second Ray on a machine (a second search, a test's own) finds it taken: its
+    agent retries for ~3 s, inside the 30 s Ray gives a raylet to register, then serves no HTTP
+    at all. 0 lets the agent bind any free port and report it (ray/_private/node.py). Only while
+    Ray starts, as `_loopback_only`; a search that joins a cluster never comes here.
+    """
+    from ray._private import parameter, ray_constants
+
+    ray_params, fixed = parameter.RayParams, ray_constants.DEFAULT_DASHBOARD_AGENT_LISTEN_PORT
+
+    class RayParams(ray_params):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            if self.dashboard_agent_listen_port == fixed:
+                self.dashboard_agent_listen_port = 0
+
+    parameter.RayParams = RayParams
+    try:
+        yield
+    finally:
+        parameter.RayParams = ray_params
 
 
 def _own_dashboard() -> dict[str, str]:

@@ -26,8 +26,24 @@ def test_search_ray_listens_on_loopback_only(cli_stories):
     seen, modes = story.sockets.listening, story.sockets.auth_modes
     names = " ".join(seen.values())
     assert "gcs_server" in names and "raylet" in names, f"Ray's servers not seen: {seen}"
+    fixed = {who for (ip, port), who in seen.items() if port == 52365}
+    assert not fixed, f"the port every local Ray's agent wants: {fixed}"
     exposed = {f"{ip}:{port}": who for (ip, port), who in seen.items() if not is_loopback(ip)}
     assert not exposed, f"listening beyond loopback: {exposed}"
     # Binding to loopback did not trade away Ray's token authentication.
     assert set(modes) == {"gcs_server", "raylet"}, modes
     assert all(mode == "token" for mode in modes.values()), modes
+
+
+def test_a_local_ray_serves_its_agent_on_a_port_of_its_own(ray_session):
+    """Ray gives every local node's dashboard agent port 52365: a second local Ray (the stories'
+    beside this session's) found it taken, spent ~3 s of its 30 s start retrying, and ran with
+    no agent HTTP. Ours binds a free port, and serves on it."""
+    import socket
+
+    from ray._private import ray_constants
+
+    port = ray_session._private.worker.global_worker.node.dashboard_agent_listen_port
+    assert port > 0 and port != ray_constants.DEFAULT_DASHBOARD_AGENT_LISTEN_PORT, port
+    with socket.create_connection(("127.0.0.1", port), timeout=5):
+        pass

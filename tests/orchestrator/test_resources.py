@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import subprocess
+
 import pytest
 
+from orchestrator import resources
 from orchestrator.resources import plan, worker_cpu_limit
 
 
@@ -41,3 +44,47 @@ def test_gpu_workers_get_a_gpu_and_the_cpus_beside_it():
 def test_worker_cpu_limit_without_gpus_is_the_biggest_node():
     assert worker_cpu_limit([{"CPU": 2}, {"CPU": 16}]) == 16
     assert worker_cpu_limit([]) == 1
+
+
+def _a_start_that_times_out(started: list):
+    """A start that leaves a process running and fails as Ray's raylet wait does, once."""
+    def start():
+        started.append(subprocess.Popen(["sleep", "60"]))
+        if len(started) == 1:
+            raise Exception("The current node timed out during startup. This could happen "
+                            "because some of the raylet failed to startup or the GCS has "
+                            "become overloaded.")
+    return start
+
+
+def test_a_local_ray_that_timed_out_starting_is_stopped_and_started_once_more(caplog):
+    started: list = []
+    try:
+        resources._start_twice_if_slow(_a_start_that_times_out(started))
+        assert len(started) == 2
+        assert started[0].poll() is not None, "what the failed start left still runs"
+        assert started[1].poll() is None, "the second start's processes were stopped"
+        assert "starting it again" in caplog.text
+    finally:
+        for process in started:
+            process.kill()
+            process.wait()
+
+
+def test_a_local_ray_is_started_at_most_twice_and_other_errors_not_again():
+    started: list = []
+
+    def fails(err):
+        def start():
+            started.append(err)
+            raise err
+        return start
+
+    timeout = Exception("The current node timed out during startup.")
+    with pytest.raises(Exception, match="timed out during startup"):
+        resources._start_twice_if_slow(fails(timeout))
+    assert started == [timeout, timeout]
+    started.clear()
+    with pytest.raises(ValueError):
+        resources._start_twice_if_slow(fails(ValueError("bad address")))
+    assert len(started) == 1

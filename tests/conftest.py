@@ -18,6 +18,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -44,6 +45,9 @@ def pytest_collection_modifyitems(config, items):
 
 # The stories and probes that run their own Rays in subprocesses (tests/integration/
 # cli_stories.py, probes.py), started once, in the background, with the first integration test.
+# Not with the fast tier: tried, started with the session's first test, the suite took 25.5 min
+# where it had taken 17 (AMD EPYC, 2 cores, ~14% slower by then): the fast tier's torch threads
+# and theirs shared 2 cores, and both ran slower than apart.
 _BACKGROUND: dict = {}
 _BACKGROUND_FIXTURES = ("cli_stories", "probes")
 # The probes start this long after the stories. Ray gives a node 30 s to register its raylet
@@ -56,17 +60,20 @@ _PROBES_AFTER_S = 30.0
 
 def background(tmp_path_factory) -> dict:
     """{'cli_stories': {name: Future[Story]}, 'probes': Future[{name: Probe}]}, started now if
-    not yet. Never while a unit test runs: the fast tier refuses their subprocesses."""
+    not yet, from the environment as it is now (a test may set variables while they run).
+    Never while a unit test runs: the fast tier refuses their subprocesses."""
     if not _BACKGROUND:
         from concurrent.futures import ThreadPoolExecutor
 
         from tests.integration.cli_stories import play_all
-        from tests.integration.probes import run_all
+        from tests.integration.probes import PROBES, run_all
 
-        _BACKGROUND["cli_stories"] = play_all(tmp_path_factory.mktemp)
+        env = dict(os.environ)
+        _BACKGROUND["cli_stories"] = play_all(tmp_path_factory.mktemp, env)
+        folders = {name: tmp_path_factory.mktemp(name) for name in PROBES}
         pool = ThreadPoolExecutor(1)
         _BACKGROUND["probes"] = pool.submit(
-            lambda: (time.sleep(_PROBES_AFTER_S), run_all(tmp_path_factory.mktemp))[1])
+            lambda: (time.sleep(_PROBES_AFTER_S), run_all(folders.__getitem__, env))[1])
         pool.shutdown(wait=False)
     return _BACKGROUND
 
@@ -197,21 +204,23 @@ def make_npz(path, *, n=240, n_val=80, size=16, classes=3, seed=0, channels=None
 
 
 _EMPTY_STORE: list[Path] = []  # the empty MLflow store of this test process, made on first use
+_EMPTY_STORE_LOCK = threading.Lock()  # the background's threads make stores too
 
 
 def sqlite_store(directory) -> str:
     """The URI of a fresh MLflow store, `directory/mlflow.db`: a copy of one empty store made
     once per test process. Creating MLflow's tables costs ~1 s a store (~3 s the first time in a
     process), which tiny searches would otherwise pay each; the copy is the same empty store."""
-    if not _EMPTY_STORE:
-        import atexit
+    with _EMPTY_STORE_LOCK:
+        if not _EMPTY_STORE:
+            import atexit
 
-        from mlflow.tracking import MlflowClient
+            from mlflow.tracking import MlflowClient
 
-        empty = Path(tempfile.mkdtemp(prefix="mlflow-empty-")) / "mlflow.db"
-        MlflowClient(f"sqlite:///{empty}").search_experiments()  # creates the tables
-        atexit.register(shutil.rmtree, empty.parent, ignore_errors=True)
-        _EMPTY_STORE.append(empty)
+            empty = Path(tempfile.mkdtemp(prefix="mlflow-empty-")) / "mlflow.db"
+            MlflowClient(f"sqlite:///{empty}").search_experiments()  # creates the tables
+            atexit.register(shutil.rmtree, empty.parent, ignore_errors=True)
+            _EMPTY_STORE.append(empty)
     path = Path(directory) / "mlflow.db"
     path.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(_EMPTY_STORE[0], path)

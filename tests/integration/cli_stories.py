@@ -59,9 +59,9 @@ class Driver:
     (parts, action): `action(driver)` runs once, from the reading thread, on the first line
     that holds every part."""
 
-    def __init__(self, *args: str, cwd: Path, code: str | None = None,
+    def __init__(self, *args: str, cwd: Path, env: dict[str, str], code: str | None = None,
                  when: tuple[tuple[str, ...], Callable[[Driver], None]] | None = None):
-        env = {**os.environ, "PYTHONPATH": str(REPO), "ORCHESTRATOR_CACHE": str(cwd / "cache")}
+        env = {**env, "PYTHONPATH": str(REPO), "ORCHESTRATOR_CACHE": str(cwd / "cache")}
         # A local Ray of its own, with Ray's own default for its authentication (no mode set).
         for inherited in ("RAY_ADDRESS", "RAY_AUTH_MODE"):
             env.pop(inherited, None)
@@ -173,10 +173,11 @@ class Story:
     """What the first driver's process tree listened on (sampled only where asked)."""
 
 
-def play(tmp_path: Path, *, when=None, sample: bool = False,
+def play(tmp_path: Path, env: dict[str, str], *, when=None, sample: bool = False,
          resume_codes: tuple[str, ...] = ()) -> Story:
     """Start the search and let `when` stop it; then run the printed resume command, first as
-    each of `resume_codes` (drivers that stop themselves), then as the CLI itself."""
+    each of `resume_codes` (drivers that stop themselves), then as the CLI itself. `env`: the
+    environment the drivers start from."""
     from tests.conftest import make_npz, sqlite_store
 
     store = sqlite_store(tmp_path)
@@ -189,7 +190,7 @@ def play(tmp_path: Path, *, when=None, sample: bool = False,
                      "workload": "tests.integration.faults:slow_classifier"}}
     (tmp_path / "spec.yaml").write_text(yaml.safe_dump(spec))
     folder = tmp_path / "runs" / NAME
-    driver = Driver("search", "--spec", "spec.yaml", cwd=tmp_path, when=when)
+    driver = Driver("search", "--spec", "spec.yaml", cwd=tmp_path, env=env, when=when)
     sockets = Sockets()
     if sample:
         sockets.sample_until_exit(driver.proc)
@@ -198,9 +199,9 @@ def play(tmp_path: Path, *, when=None, sample: bool = False,
     elsewhere = tmp_path / "elsewhere"  # the printed command works from any directory
     elsewhere.mkdir()
     for code in resume_codes:
-        stops.append(_stopped(Driver("resume", str(folder), cwd=elsewhere, code=code),
+        stops.append(_stopped(Driver("resume", str(folder), cwd=elsewhere, env=env, code=code),
                               folder, store))
-    resume = Driver("resume", str(folder), cwd=elsewhere)
+    resume = Driver("resume", str(folder), cwd=elsewhere, env=env)
     resume_code = resume.finish()
     return Story(folder, store, stops, resume_code, resume.output, sockets)
 
@@ -218,22 +219,23 @@ def _stopped(driver: Driver, folder: Path, store: str) -> Stop:
     return Stop(exit_code, driver.output, state, runs)
 
 
-STORIES: dict[str, Callable[[Path], Story]] = {
-    "ctrl_c": lambda tmp: play(tmp, when=(("[baseline ", f"epoch 2/{EPOCHS}"),
-                                          lambda d: d.signal_group(signal.SIGINT)),
-                               resume_codes=(SIGNAL_IN_FINISH,)),
-    "kill_9": lambda tmp: play(tmp, when=((f"[trial 2/{TRIALS} ", "start"),
-                                          lambda d: d.signal_group(signal.SIGKILL)),
-                               sample=True),
+STORIES: dict[str, Callable[[Path, dict[str, str]], Story]] = {
+    "ctrl_c": lambda tmp, env: play(tmp, env, when=(("[baseline ", f"epoch 2/{EPOCHS}"),
+                                                    lambda d: d.signal_group(signal.SIGINT)),
+                                    resume_codes=(SIGNAL_IN_FINISH,)),
+    "kill_9": lambda tmp, env: play(tmp, env, when=((f"[trial 2/{TRIALS} ", "start"),
+                                                    lambda d: d.signal_group(signal.SIGKILL)),
+                                    sample=True),
 }
 
 
-def play_all(tmp_dir: Callable[[str], Path]) -> dict[str, Future]:
+def play_all(tmp_dir: Callable[[str], Path], env: dict[str, str]) -> dict[str, Future]:
     """Every story at once, each in `tmp_dir(name)`, in the background: a test reads its story
     with `.result()`, which waits for it and raises what that story raised. The suite starts
     them with its first integration test (tests/conftest.py), so their drivers, which mostly
-    wait on their own Rays, run beside the tests that use the session's."""
+    wait on their own Rays, run beside the tests that use the session's. Their drivers start from `env`, not from whatever a
+    test running meanwhile has set in this process's environment."""
     pool = ThreadPoolExecutor(len(STORIES))
-    futures = {name: pool.submit(story, tmp_dir(name)) for name, story in STORIES.items()}
+    futures = {name: pool.submit(story, tmp_dir(name), env) for name, story in STORIES.items()}
     pool.shutdown(wait=False)
     return futures

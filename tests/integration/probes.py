@@ -63,9 +63,12 @@ def _finish(name: str, proc: subprocess.Popen, began: float) -> Probe:
                  json.loads(lines[-1].removeprefix(prefix)) if lines else None)
 
 
-def run_all(tmp_dir: Callable[[str], Path]) -> dict[str, Probe]:
-    env = {**os.environ,
-           "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+def run_all(tmp_dir: Callable[[str], Path], env: dict[str, str] | None = None
+            ) -> dict[str, Probe]:
+    """Every probe at once, each in `tmp_dir(name)`, its process started from `env` (default:
+    this process's environment)."""
+    env = dict(os.environ if env is None else env)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
     env.pop("RAY_ADDRESS", None)
     started, began = {}, time.monotonic()
     for name, (module, args, _) in PROBES.items():

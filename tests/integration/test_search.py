@@ -85,3 +85,16 @@ def test_best_config_reruns_with_train(search, tmp_path):
     assert len(rerun.trials) == 1 and rerun.trials.iloc[0]["status"] == "completed"
     assert rerun.best_config == {**result.best_config, "epochs": 1}
     assert MlflowClient(spec.tracking_uri).get_experiment_by_name("it-search-train") is not None
+
+
+def test_ray_datas_stats_actor_outlives_the_search(search):
+    """init_ray makes it from the driver. A trial that made it (its first epoch, on first use
+    of a dataset) put it in its own placement group, which took it down when the Tune run
+    ended, and the next Tune run's first trial made it again."""
+    import ray
+    from ray.data._internal.stats import STATS_ACTOR_NAME, STATS_ACTOR_NAMESPACE
+    from ray.util.state import get_actor
+
+    handle = ray.get_actor(STATS_ACTOR_NAME, namespace=STATS_ACTOR_NAMESPACE)
+    state = get_actor(handle._actor_id.hex())
+    assert state.state == "ALIVE" and not state.placement_group_id, state

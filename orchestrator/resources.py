@@ -165,9 +165,9 @@ def _data_stats_outside_trials() -> None:
     Ray Data makes it (detached, one per Ray) in whichever process uses a dataset first. Where
     that is a trial, it lands in the trial's placement group (Tune's trials capture what they
     start) and dies with it when the Tune run ends; the next Tune run's first trial makes it
-    again: a process start and `import ray.data`, 2.9 s of that trial's first epoch on AMD EPYC
-    (2 cores), paid by each Tune run of a search. Made here it lives as long as this Ray; `.remote`
-    does not wait for it to start."""
+    again: a process start and `import ray.data` (2.9 s from asked to alive on AMD EPYC, 2
+    cores), paid by each Tune run of a search; a fresh tiny search took 12.8 s against 14.8 s
+    (docs/benchmarks.md). Made here it lives as long as this Ray; `.remote` does not wait."""
     try:
         from ray.data._internal.stats import get_or_create_stats_actor
     except ImportError:  # moved in a later Ray: trials make it, as before

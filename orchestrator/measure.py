@@ -202,7 +202,7 @@ def _as_confirmed(ctx: StageContext, rec: TrialRecord, config: dict, planned: in
     settings and picks; nothing to train again."""
     if int(config["epochs"]) != planned or rec.epochs != planned or not rec.reached:
         return None
-    return {**_measurement(ctx, rec, config), "confirmation": True}
+    return {**_measurement(ctx, rec, config, rec), "confirmation": True}
 
 
 def validation_cadence(config: dict) -> dict:
@@ -227,11 +227,14 @@ def _train(ctx: StageContext, config: dict, winner_rec: TrialRecord) -> dict:
                         reuse_actors=reuse_actors([int(config.get("workers", 1))],
                                                   ctx.spec.always_use_worker_group)))
         done = [r for r in ctx.book.finished(Role.MEASURED) if r.knobs == shown]
-    return _measurement(ctx, done[-1], config)
+    return _measurement(ctx, done[-1], config, winner_rec)
 
 
-def _measurement(ctx: StageContext, rec: TrialRecord, config: dict) -> dict:
-    """What measured.json keeps of a run of the exported `config`."""
+def _measurement(ctx: StageContext, rec: TrialRecord, config: dict,
+                 confirmed: TrialRecord) -> dict:
+    """What measured.json keeps of a run of the exported `config`; `confirmed`: the
+    confirmation it hands over, whose pace (same settings and switches, its own length) the
+    summary holds the measured run's against (orchestrator/economics.py `pace_check`)."""
     target = ctx.objective.target
     point = first_at(rec.curve, target)
     return {"trial_id": rec.trial_id, "config": config, "epochs": rec.epochs,
@@ -240,6 +243,8 @@ def _measurement(ctx: StageContext, rec: TrialRecord, config: dict) -> dict:
             "reached": point is not None, "val_score": rec.metrics.get("val_score"),
             "best_score": best_score(rec.curve), "curve": rec.curve,
             "first_use_s": rec.metrics.get("first_use_s"), "target": target,
+            "samples_per_s": rec.metrics.get("samples_per_s"),
+            "confirmed_samples_per_s": confirmed.metrics.get("samples_per_s"),
             "search": str(ctx.folder.root), "search_id": ctx.search_id}
 
 

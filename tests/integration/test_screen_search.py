@@ -126,6 +126,12 @@ def test_screen_predict_confirm_then_a_second_search_starts_from_the_first(
         {str(gate["val_skip_above_loss"])}, by_role
     assert (folder / "economics.json").is_file() and first.economics["target"] == \
         pytest.approx(first.baseline["val_score"] - 0.05)
+    # The measured run keeps its pace beside its confirmation's: the summary holds them together.
+    answer = json.loads((folder / "measured.json").read_text())
+    assert answer["samples_per_s"] > 0 and answer["confirmed_samples_per_s"] > 0, answer
+    paced = answer["samples_per_s"] / answer["confirmed_samples_per_s"]
+    assert first.economics["pace_vs_confirmation"] == (
+        pytest.approx(paced) if answer["reached"] else None)
 
     # A second search on the same workload and data, against the first one's baseline: it
     # says what it learns from, times nothing again, and retries nothing the first settled.

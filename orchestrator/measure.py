@@ -234,7 +234,7 @@ def _measurement(ctx: StageContext, rec: TrialRecord, config: dict,
                  confirmed: TrialRecord) -> dict:
     """What measured.json keeps of a run of the exported `config`; `confirmed`: the
     confirmation it hands over, whose pace (same settings and switches, its own length) the
-    summary holds the measured run's against (orchestrator/economics.py `pace_check`)."""
+    summary holds the measured run's against (orchestrator/economics.py `pace_held`)."""
     target = ctx.objective.target
     point = first_at(rec.curve, target)
     return {"trial_id": rec.trial_id, "config": config, "epochs": rec.epochs,

@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.curves import first_at
+from orchestrator.history_baseline import drifted
 from orchestrator.records import TrialRecord
 from trainables.config import SPEED_ONLY, TrialConfig
 from trainables.identity import key_without
@@ -209,7 +210,7 @@ def lines(e: Economics, baseline: dict, errors: list[dict]) -> list[str]:
 
 def pace_held(ratio: float | None) -> bool:
     """A measured run's pace within `PACE_NOISE` of its confirmation's, or nothing to tell."""
-    return ratio is None or abs(math.log(ratio)) <= math.log1p(PACE_NOISE)
+    return not drifted(ratio, PACE_NOISE)
 
 
 def _pace_ratio(measured: dict) -> float | None:

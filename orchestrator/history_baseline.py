@@ -170,9 +170,10 @@ def drift(then: float | None, timed: dict | None) -> float | None:
     return float(timed["step_s"]) / float(then)
 
 
-def drifted(ratio: float | None) -> bool:
-    """The machine's speed moved beyond what two timings of one speed differ by."""
-    return ratio is not None and abs(math.log(ratio)) > math.log1p(DRIFT_NOISE)
+def drifted(ratio: float | None, noise: float = DRIFT_NOISE) -> bool:
+    """The machine's speed moved beyond what two timings of one speed differ by (`noise`, either
+    way: a ratio above 1 + noise or below 1 / (1 + noise))."""
+    return ratio is not None and abs(math.log(ratio)) > math.log1p(noise)
 
 
 def clock_of(record: dict | None) -> float | None:

@@ -72,27 +72,29 @@ class Cluster:
     def nodes(self) -> list[dict]:
         """What `ray list nodes` lists, asked of the state API over HTTP: the CLI is a Python
         process importing Ray per call, and the fixtures poll this every 0.5 s."""
-        token = Path(self.env["RAY_AUTH_TOKEN_PATH"]).read_text().strip()
-        asked = urllib.request.Request(f"{self.url}/api/v0/nodes?limit=100",
-                                       headers={"Authorization": f"Bearer {token}"})
         for attempt in range(DROPPED_ASKS):
             try:
-                with urllib.request.urlopen(asked, timeout=30) as answer:
-                    return json.load(answer)["data"]["result"]["result"]
-            except urllib.error.HTTPError as err:
-                if err.code >= 500:  # the state API not up yet: no node listed yet
-                    return []
-                raise
+                return self._listed()
             except (ConnectionResetError, urllib.error.URLError) as err:
                 # Just after it answered /api/version, a starting dashboard closed the state
                 # API's connection unanswered (RemoteDisconnected) in one suite run: asked
                 # again, not taken as "no node" (a stopped worker's wait reads that as gone).
-                dropped = isinstance(err, ConnectionResetError) or \
-                    isinstance(getattr(err, "reason", None), ConnectionResetError)
+                dropped = isinstance(getattr(err, "reason", err), ConnectionResetError)
                 if not dropped or attempt == DROPPED_ASKS - 1:
                     raise
                 time.sleep(1)
-        raise AssertionError("unreachable")
+
+    def _listed(self) -> list[dict]:
+        token = Path(self.env["RAY_AUTH_TOKEN_PATH"]).read_text().strip()
+        asked = urllib.request.Request(f"{self.url}/api/v0/nodes?limit=100",
+                                       headers={"Authorization": f"Bearer {token}"})
+        try:
+            with urllib.request.urlopen(asked, timeout=30) as answer:
+                return json.load(answer)["data"]["result"]["result"]
+        except urllib.error.HTTPError as err:
+            if err.code >= 500:  # the state API not up yet: no node listed yet
+                return []
+            raise
 
     def add_worker(self, num_cpus: int = 2) -> Node:
         """`ray start --address` a node of `num_cpus` CPUs, with its own temp dir and ports;

@@ -96,5 +96,7 @@ def test_ray_datas_stats_actor_outlives_the_search(search):
     from ray.util.state import get_actor
 
     handle = ray.get_actor(STATS_ACTOR_NAME, namespace=STATS_ACTOR_NAMESPACE)
-    state = get_actor(handle._actor_id.hex())
+    # This session's own Ray, by its address: auto-detection fails while another local Ray
+    # runs beside it (the background stories', when this test runs early).
+    state = get_actor(handle._actor_id.hex(), address=ray.get_runtime_context().gcs_address)
     assert state.state == "ALIVE" and not state.placement_group_id, state

@@ -12,7 +12,6 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from trainables.loop.profile import PICK_PREFIX
 from trainables.status import REPEATABLE, TrialStatus
 
 # Ends that are properties of the configuration: running it again would give the same answer
@@ -75,6 +74,10 @@ def recorded_result(ledger, key: str, trial_id: str) -> dict | None:
 
 def duplicate_report(recorded: dict) -> dict:
     """What a duplicate trial reports: the first trial's metrics, marked as a duplicate."""
+    # Here, not at the top: the ledger actor's own process imports this module, and the
+    # profile imports torch (1.4 s of each search's ledger start; a trial has it already).
+    from trainables.loop.profile import PICK_PREFIX
+
     picks = {PICK_PREFIX + k: v for k, v in recorded.get("picks", {}).items()}
     return {**recorded["metrics"], **picks, "epoch": recorded.get("epochs", 0),
             "status": TrialStatus.DUPLICATE.value,

@@ -100,3 +100,33 @@ def test_ray_datas_stats_actor_outlives_the_search(search):
     # runs beside it (the background stories', when this test runs early).
     state = get_actor(handle._actor_id.hex(), address=ray.get_runtime_context().gcs_address)
     assert state.state == "ALIVE" and not state.placement_group_id, state
+
+
+def test_a_local_rays_settings_reach_its_workers_not_the_callers_environment(search):
+    """init_ray gives the Ray it starts its settings through the environment its processes
+    inherit, not a job runtime env, which no worker the raylet prestarts would match: they
+    would idle to the end and each actor wait for a fresh worker. The caller's own environment
+    is left as it was."""
+    import os
+
+    import ray
+
+    from orchestrator.resources import LOCAL_RAY_ENV
+
+    @ray.remote(num_cpus=0)
+    class Probe:
+        def read(self) -> tuple[dict, dict]:
+            names = (*LOCAL_RAY_ENV, "RAY_API_SERVER_ADDRESS")
+            return ({n: os.environ.get(n) for n in names},
+                    dict(ray.get_runtime_context().runtime_env))
+
+    probe = Probe.remote()
+    seen, runtime_env = ray.get(probe.read.remote())
+    ray.kill(probe)
+    assert {n: seen[n] for n in LOCAL_RAY_ENV} == LOCAL_RAY_ENV
+    address = seen["RAY_API_SERVER_ADDRESS"]
+    assert address and address.startswith("http://127.0.0.1:")
+    assert "env_vars" not in runtime_env, runtime_env
+    # Set only while Ray started (the session sets RAY_ENV itself: tests/conftest.py).
+    assert "RAY_API_SERVER_ADDRESS" not in os.environ
+    assert "RAY_TRAIN_ENABLE_PREEMPTION_WATCHER" not in os.environ

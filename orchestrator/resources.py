@@ -252,18 +252,13 @@ def _loopback_only():
     """
     from ray._private import ray_constants
 
-    env = ray_constants.ENABLE_RAY_CLUSTERS_ENV_VAR
-    saved_env, saved_flag = os.environ.get(env), ray_constants.ENABLE_RAY_CLUSTER
-    os.environ[env] = "0"
+    saved_flag = ray_constants.ENABLE_RAY_CLUSTER
     ray_constants.ENABLE_RAY_CLUSTER = False
     try:
-        yield
+        with _in_rays_processes({ray_constants.ENABLE_RAY_CLUSTERS_ENV_VAR: "0"}):
+            yield
     finally:
         ray_constants.ENABLE_RAY_CLUSTER = saved_flag
-        if saved_env is None:
-            os.environ.pop(env, None)
-        else:
-            os.environ[env] = saved_env
 
 
 @contextlib.contextmanager
@@ -276,7 +271,8 @@ def _in_rays_processes(env: dict[str, str]):
     ever matched, each lived idle to the end (a process importing Ray: 42 of them, 154 s of CPU
     in one test suite) and each actor waited for a new one, set up through the runtime-env
     agent (~1.0 s to an actor's first call against ~0.7 s, AMD EPYC, 2 cores). Set only while
-    Ray starts, as `_loopback_only`: the caller's own environment is left as it was.
+    Ray starts (`_loopback_only` sets its variable so too): the caller's own environment is left
+    as it was.
     """
     saved = {key: os.environ.get(key) for key in env}
     os.environ.update(env)

@@ -36,11 +36,25 @@ def _is_integration(item: pytest.Item) -> bool:
     return item.get_closest_marker(INTEGRATION) is not None
 
 
+# Integration tests that start Ray nodes of their own with `ray start` (the cluster rehearsal)
+# run after all others, when the background stories and probes have long ended. Ray gives a
+# starting node 30 s to register its raylet (ray/_private/node.py, not configurable). Run second
+# among the integration tests, beside the stories and probes (five Rays starting and training on
+# 2 cores), the rehearsal's head took 30-40 s to come up where it takes 7.5 s alone, and in one
+# suite run its worker node missed those 30 s and the module errored (AMD EPYC, 2026-12-02).
+OWN_NODES = "ray_nodes"
+
+
+def _order(item: pytest.Item) -> tuple[bool, bool]:
+    return _is_integration(item), item.get_closest_marker(OWN_NODES) is not None
+
+
 def pytest_collection_modifyitems(config, items):
-    """Unit tests first, integration tests after (each group in file order): failures of the
-    fast tier show first, and no unit test ever runs while the session's Ray is up (so one that
-    would lean on it fails here as it does in the fast tier). Modules stay together."""
-    items[:] = sorted(items, key=_is_integration)
+    """Unit tests first, integration tests after (each group in file order), and those that
+    start Ray nodes of their own last (`OWN_NODES`): failures of the fast tier show first, and no
+    unit test ever runs while the session's Ray is up (so one that would lean on it fails here as
+    it does in the fast tier). Modules stay together."""
+    items[:] = sorted(items, key=_order)
 
 
 # The stories and probes that run their own Rays in subprocesses (tests/integration/

@@ -77,11 +77,13 @@ def test_other_subprocesses_run():
 class _Item:
     """The parts of a collected test that the tier hooks read."""
 
-    def __init__(self, name: str, fixtures: list[str], integration: bool):
+    def __init__(self, name: str, fixtures: list[str], integration: bool, nodes: bool = False):
         self.nodeid, self.fixturenames, self.integration = name, fixtures, integration
+        self.nodes = nodes
 
     def get_closest_marker(self, name: str):
-        return object() if name == "integration" and self.integration else None
+        marked = {"integration": self.integration, conftest.OWN_NODES: self.nodes}
+        return object() if marked.get(name) else None
 
 
 @pytest.mark.parametrize("fixture", conftest.SERVER_FIXTURES)
@@ -97,3 +99,10 @@ def test_unit_tests_run_before_integration_tests_in_file_order():
              _Item("b::2", [], False)]
     conftest.pytest_collection_modifyitems(None, items)
     assert [i.nodeid for i in items] == ["a::2", "b::2", "a::1", "b::1"]
+
+
+def test_integration_tests_that_start_ray_nodes_of_their_own_run_last():
+    items = [_Item("a::1", [], True), _Item("n::1", [], True, nodes=True), _Item("n::2", [], True,
+             nodes=True), _Item("b::1", [], True), _Item("c::1", [], False)]
+    conftest.pytest_collection_modifyitems(None, items)
+    assert [i.nodeid for i in items] == ["c::1", "a::1", "b::1", "n::1", "n::2"]

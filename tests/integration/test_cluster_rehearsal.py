@@ -38,7 +38,7 @@ from tests.conftest import make_npz, sqlite_store
 from tests.integration.ray_nodes import ADDRESS_FILE, BIN, RAY, ROOT, free_ports, ray_cli, \
     stop_node
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.ray_nodes]  # last: tests/conftest.py
 
 INTERVAL_S = 0.5  # MLFLOW_SYSTEM_METRICS_SAMPLING_INTERVAL for the trials (short trials)
 TINY = {"width": 0.25, "batch_size": 16, "lr": 0.01, "patch_size": 12}

@@ -35,8 +35,10 @@ def write_results(ctx: StageContext, strategy, *, measured: dict | None, wall_s:
     knobs = strategy.knobs(ctx)
     trials = [r for r in book.records.values() if r.role == Role.TRIAL] + strategy.earlier()
     table = trials_table(trials, knobs)
-    best = table.iloc[0].to_dict() if not table.empty and \
-        traits(table.iloc[0]["status"]).rankable else None
+    # The first rankable row: a race's decided contenders rank among them, but what they
+    # expect is not a result (the answer is the measure stage's run).
+    rankable = [row for _, row in table.iterrows() if traits(row["status"]).rankable]
+    best = rankable[0].to_dict() if rankable else None
     best_config = _best_config(ctx, strategy, measured, best, trials)
     table = _with_reference_rows(table, ctx.baseline, measured, knobs)
     table.to_csv(folder.leaderboard, index=False)

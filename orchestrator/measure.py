@@ -60,9 +60,6 @@ LENGTHENING_PAYS = 0.5
 MIDDLE_SHORTER = 0.2
 # The run's own validation noise: the spread of its last this many validated scores.
 NOISE_POINTS = 4
-# A decided contender's chance to reach the target counts down to this at least (the race cuts
-# those below ~0.2 as short: orchestrator/screen/race.py SHORT_AT).
-LEAST_REACH = 0.05
 # About this many validations a measured run, at most: its first epoch at the target is known to
 # 1/32 of its run (late by that at worst: its speedup to the same target errs low, never high),
 # and whether it ends at the target exactly (its last epoch always validates). Validating every
@@ -73,21 +70,13 @@ MEASURE_POINTS = 32
 
 def ranked(ctx: StageContext, strategy) -> list[TrialRecord]:
     """The configurations fastest to the target, fastest first: reached in the least training
-    time, or (the race) expected to reach it soonest per chance of reaching it (`order`); this
-    search's trials and the earlier searches' results it reuses."""
+    time, or (the race) expected to reach it soonest per chance of reaching it
+    (`TrialRecord.per_chance_s`); this search's trials and the earlier searches' results it
+    reuses."""
     records = ctx.book.finished(Role.TRIAL) + strategy.earlier()
     reached = [r for r in records if r.reached and traits(r.status).rankable]
     told = [r for r in records if r.status == TrialStatus.DECIDED and r.expected_s is not None]
-    return sorted([*reached, *told], key=order)
-
-
-def order(rec: TrialRecord) -> float:
-    """Seconds to the target per chance of reaching it: measured (a sure thing), or expected by
-    the race over its chance. Each miss of the measure stage costs a whole run, so a contender
-    a little faster but likely to end short of the target is measured after a sure one."""
-    if rec.time_to_target_s is not None:
-        return rec.time_to_target_s
-    return rec.expected_s / max(rec.reach, LEAST_REACH)
+    return sorted([*reached, *told], key=lambda r: r.per_chance_s)
 
 
 def winner(ctx: StageContext, strategy) -> TrialRecord | None:

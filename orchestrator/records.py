@@ -18,6 +18,10 @@ from orchestrator import jsonl
 from trainables.loop.profile import PICK_PREFIX
 from trainables.status import OnResume, TrialStatus, traits
 
+# A decided contender's chance to reach the target counts down to this at least (the race cuts
+# those below ~0.2 as short: orchestrator/screen/race.py SHORT_AT).
+LEAST_REACH = 0.05
+
 
 class Role(StrEnum):
     """Why a trial ran: the leaderboard's `role` column and the MLflow run's
@@ -101,6 +105,19 @@ class TrialRecord:
         tells it (1 where it reached it, or the race did not say)."""
         value = self.metrics.get("expected_reach")
         return float(value) if isinstance(value, (int, float)) and 0 < value <= 1 else 1.0
+
+    @property
+    def per_chance_s(self) -> float | None:
+        """Seconds to the target per chance of reaching it: measured (a sure thing), or
+        expected by the race over its chance (a decided contender); None: neither. The order
+        the measure stage tries configurations in, and the leaderboard ranks them in: each miss
+        of the measure stage costs a whole run, so a contender a little faster but likely to end
+        short of the target comes after a sure one."""
+        if self.time_to_target_s is not None:
+            return self.time_to_target_s
+        if self.status != TrialStatus.DECIDED or self.expected_s is None:
+            return None
+        return self.expected_s / max(self.reach, LEAST_REACH)
 
     @property
     def fixed_cost_s(self) -> float | None:

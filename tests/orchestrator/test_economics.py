@@ -300,18 +300,43 @@ def test_the_race_hands_over_the_epoch_it_expects_not_its_pessimistic_one():
     assert expect(curve, worse, 0.79, planned=20, pace=(8, 16.0, 2.0)).reach < found.reach
 
 
+def _told(tid: str, seconds: float, reach: float) -> TrialRecord:
+    """A contender the race decided: expected at the target in `seconds`, with chance `reach`."""
+    rec = _trial(tid, "decided")
+    rec.metrics |= {"expected_time_to_target_s": seconds, "expected_reach": reach,
+                    "objective": -1e6 + 1000 * 0.5}
+    return rec
+
+
 def test_the_measure_stage_tries_first_the_fastest_per_chance_of_reaching():
-    from orchestrator.measure import order
-
-    def told(tid, seconds, reach):
-        rec = _trial(tid, "decided")
-        rec.metrics |= {"expected_time_to_target_s": seconds, "expected_reach": reach}
-        return rec
-
-    hopeful, likely = told("h", 20.0, 0.2), told("l", 30.0, 0.9)
+    hopeful, likely = _told("h", 20.0, 0.2), _told("l", 30.0, 0.9)
     sure = _trial("s", "early_stopped", 35.0)
-    assert sorted([hopeful, likely, sure], key=order) == [likely, sure, hopeful]
-    assert order(told("n", 30.0, float("nan"))) == 30.0  # no chance told: taken at its word
+    assert sorted([hopeful, likely, sure], key=lambda r: r.per_chance_s) == \
+        [likely, sure, hopeful]
+    assert _told("n", 30.0, float("nan")).per_chance_s == 30.0  # no chance told: at its word
+    assert _trial("p", "pruned").per_chance_s is None  # neither measured nor told
+
+
+def test_the_leaderboard_ranks_decided_contenders_as_the_measure_stage_tries_them():
+    """Their objective holds only the score they had when the race stopped them: ranked by
+    it, the contender the answer came from sat below slower ones."""
+    from orchestrator.result import trials_table
+
+    scores = {"slow": 0.93, "answer": 0.91, "hopeful": 0.95}
+    told = [_told("slow", 53.0, 0.9), _told("answer", 45.5, 0.9), _told("hopeful", 20.0, 0.2)]
+    for rec in told:
+        rec.metrics["objective"] = -1e6 + 1000 * scores[rec.trial_id]
+    sure = _trial("sure", "early_stopped", 60.0)
+    sure.metrics["objective"] = -60.0
+    short = _trial("short", "completed")  # ran its plan, never at the target
+    short.metrics["objective"] = -1e6 + 1000 * 0.94
+    cut = _trial("cut", "pruned")
+    cut.metrics["objective"] = -1e6 + 1000 * 0.99
+
+    table = trials_table([cut, short, *told, sure], ["batch_size"])
+    assert list(table["trial_id"]) == ["answer", "slow", "sure", "hopeful", "short", "cut"]
+    assert list(table["rank"]) == [1, 2, 3, 4, 5, 6]
+    assert list(table.columns[:3]) == ["rank", "trial_id", "status"]  # no sorting columns left
 
 
 def test_the_cost_is_shown_stage_by_stage_with_what_went_to_configurations_not_handed_over():

@@ -16,6 +16,7 @@ from orchestrator.records import TrialRecord
 LEADERBOARD_METRICS = ["val_score", "train_time_s", "full_run_s", "samples_per_s",
                        "objective", "speedup_vs_baseline", "time_to_target_s",
                        "expected_time_to_target_s", "expected_low_s", "expected_high_s",
+                       "expected_reach",
                        "predicted_time_to_target_s", "prediction_error",
                        "predicted_at_start_s", "start_prediction_error", "fixed_cost_s",
                        "profile_s"]
@@ -76,15 +77,16 @@ TASK_METRICS = ["val_dice", "val_iou", "activation_mb"]
 WIDTH = 120
 # Compact columns after the knobs, and their short names.
 COMPACT = {"planned_epochs": "epochs", "val_score": "score", "time_to_target_s": "to_target_s",
-           "train_time_s": "train_s", "speedup_vs_baseline": "speedup",
-           "predicted_time_to_target_s": "predicted_s"}
+           "expected_reach": "chance", "train_time_s": "train_s",
+           "speedup_vs_baseline": "speedup", "predicted_time_to_target_s": "predicted_s"}
 
 
 def compact(trials: pd.DataFrame, knobs: list[str]) -> str:
     """The leaderboard in at most WIDTH columns: only the knobs whose values differ between
     rows, and the measures that decide: time to the target where there is one (a race's
-    expected time, marked ~, where it was told and not measured), else training time. Knob
-    columns that still do not fit are left to the wide table and the CSV."""
+    expected time, marked ~, where it was told and not measured, and its chance of reaching
+    the target by its plan's end: the two rank it), else training time. Knob columns that
+    still do not fit are left to the wide table and the CSV."""
     trials = trials.copy()
     told = trials["time_to_target_s"].isna() & trials["expected_time_to_target_s"].notna() \
         if "expected_time_to_target_s" in trials else None

@@ -60,9 +60,25 @@ def test_a_row_that_never_reached_the_target_prints_a_dash_beside_a_told_one():
     assert [line.split()[at] for line in lines[1:]] == ["-", "~9.75", "12.5"]
 
 
+def test_a_told_row_shows_its_chance_beside_its_expected_time_the_two_that_rank_it():
+    # A race ranks its decided contenders by expected seconds over their chance of reaching the
+    # target (orchestrator/records.py `per_chance_s`): a row expected sooner may rank below.
+    table = _table(2)
+    table["time_to_target_s"] = pd.Series([None, None, 12.5], dtype=object)
+    table["expected_time_to_target_s"] = [10.73, 8.144, None]
+    table["expected_reach"] = [0.8649, 0.2943, None]
+    lines = compact(table, ["precision", "batch_size", "width", "patch_size",
+                            "channels_last"]).splitlines()
+    assert max(map(len, lines)) <= WIDTH, "\n".join(lines)
+    header = lines[0].split()
+    at, chance = header.index("to_target_s"), header.index("chance")
+    assert [(line.split()[at], line.split()[chance]) for line in lines[1:]] == \
+        [("~10.73", "0.8649"), ("~8.144", "0.2943"), ("12.5", "-")]
+
+
 def test_without_a_target_the_table_shows_training_time_not_an_empty_target_column():
     table = _table(2)  # strategy tune, weighted: nothing has a target
     table["time_to_target_s"] = float("nan")
     table["expected_time_to_target_s"] = float("nan")
     header = compact(table, ["precision", "batch_size"]).splitlines()[0].split()
-    assert "train_s" in header and "to_target_s" not in header
+    assert "train_s" in header and "to_target_s" not in header and "chance" not in header

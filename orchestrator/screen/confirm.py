@@ -238,7 +238,7 @@ def run_confirmations(ctx: StageContext, todo: list[predictor.Prediction], plann
     # predicted fastest, and confirm may go past those) picks them as a `tune` trial does, by
     # timing a few steps at its start; one that was timed keeps its value. Each skips the
     # validations that cannot decide it (trainables/loop/fit.validates); in the race, its
-    # curve needs points from early on: it validates about `race.POINTS_PER_RUN` times a run.
+    # curve needs points from early on: it validates every epoch (`race.validation_cadence`).
     race = ctx.spec.confirm == "race"
     target = ctx.objective.target
     share = horizon(ctx.baseline, target)  # of a plan, what the race reads (race.horizon)

@@ -102,8 +102,8 @@ POINTS = 2
 # tolerance of a point or less the baseline itself reaches the target near its end, and one
 # that learns as the baseline does is a coin's toss from the line early on.
 SHORT_AT = -0.84
-# About this many validations over a run: enough points by `RUNG`, few on a long job (a sliding
-# window over every held-out volume was 28% of unet3d's confirmations' time).
+# About this many points over a run the race reads: enough by `RUNG`, few on a long job (each
+# point a weight in `log_ratio`, the spacing `NOISE_SCALE` and `SIGMA` were replayed at).
 POINTS_PER_RUN = 16
 # The fractions above hold where the baseline reached the target this far into its schedule or
 # later (the runs they were replayed on: 63% and 87%), so that deciding by a quarter of a
@@ -129,14 +129,25 @@ def horizon(baseline: dict, target: float) -> float:
     return min(1.0, reached.epoch / epochs / HALFWAY)
 
 
-def validation_cadence(baseline: dict, target: float) -> dict:
-    """The contenders' validation settings (trainables/config.py): every k-th epoch, k such that
-    a run of the baseline's length validates about POINTS_PER_RUN times over the share of it
-    the race reads (`horizon`: the whole run where the baseline reached the target halfway or
-    later), from its first epoch on (no loss gate: the race reads the curve from `RUNG`)."""
+def point_every(baseline: dict, target: float) -> int:
+    """The race's point spacing, in epochs: a run of the baseline's length gives about
+    POINTS_PER_RUN points over the share of it the race reads (`horizon`: the whole run where
+    the baseline reached the target halfway or later)."""
     epochs = int(baseline.get("epochs") or len(baseline.get("curve") or []) or 1)
-    read = epochs * horizon(baseline, target)
-    return {"val_every": max(1, round(read / POINTS_PER_RUN)), "val_skip_above_loss": None}
+    return max(1, round(epochs * horizon(baseline, target) / POINTS_PER_RUN))
+
+
+def validation_cadence(baseline: dict, target: float) -> dict:
+    """The contenders' validation settings (trainables/config.py): every epoch from the first
+    (no loss gate: the race reads the curve from `RUNG`), so that each point, every
+    `point_every`-th epoch, holds the best score so far of every epoch, as the baseline's
+    envelope does. Validated only every `point_every`-th epoch, a point held the best of those
+    epochs alone: unet3d's Dice swings by tens of points between neighbouring epochs early on,
+    and one contender (the baseline's own model, every 2nd epoch at 32 epochs: 0.787, 0.631,
+    0.818, 0.637) was cut at epoch 8 as short of a target it reached at epoch 20 trained to its
+    end; its epoch 7, unseen, had 0.929 (docs/benchmarks.md, 2026-12-02). The extra validations
+    cost about a second a contender there."""
+    return {"val_every": 1, "val_skip_above_loss": None}
 
 
 @dataclass(frozen=True)
@@ -273,7 +284,9 @@ class RaceRule:
         # Both fractions of the share of a schedule the race reads (halfway to the target).
         share = horizon(baseline, target)
         self.rung, self.decide_at = RUNG * share, decide_at * share
+        self.every = point_every(baseline, target)
         self._points: dict[str, list[tuple[float, float]]] = {}
+        self._best: dict[str, float] = {}  # every validated epoch's best so far
         self._first: dict[str, tuple[int, float]] = {}
 
     def __call__(self, trial_id: str, result: dict) -> tuple[TrialStatus, str] | None:
@@ -283,10 +296,13 @@ class RaceRule:
         first = self._first.setdefault(trial_id, (epoch, spent))
         points = self._points.setdefault(trial_id, [])
         if validated(result) and result.get("val_score") is not None:
-            # Its best so far, as the baseline's envelope: one bad validation (unet3d's Dice
-            # dipped 2-3 points an epoch) lowers neither side's curve.
-            best = max(float(result["val_score"]), points[-1][1] if points else 0.0)
-            points.append((epoch / planned, best))
+            # Its best so far over every epoch it validated, as the baseline's envelope: one bad
+            # validation lowers neither side's curve. A point every `every`-th epoch (and at the
+            # plan's end): as many as the race's noise and prior were replayed with.
+            best = max(float(result["val_score"]), self._best.get(trial_id, 0.0))
+            self._best[trial_id] = best
+            if epoch % self.every == 0 or epoch >= planned:
+                points.append((epoch / planned, best))
         if epoch / planned < self.rung or epoch <= first[0]:
             return None
         pace = (epoch, spent, (spent - first[1]) / (epoch - first[0]))

@@ -12,7 +12,7 @@ from orchestrator.evidence import Evidence
 from orchestrator.screen.confirm import judged_at
 from orchestrator.screen.predict import Prediction
 from orchestrator.screen.race import (DECIDE_AT, POINTS_PER_RUN, RUNG, RaceRule, horizon,
-                                      validation_cadence)
+                                      point_every)
 from trainables.status import TrialStatus
 
 TARGET = 0.79
@@ -35,9 +35,9 @@ def test_the_race_reads_the_share_of_a_schedule_halfway_to_the_target():
     assert horizon(LONG, TARGET) == pytest.approx((32 / 128) / 0.5)  # a quarter in: half
     assert horizon(SHORT, TARGET) == 1.0  # 80% in: the whole schedule, as before
     assert horizon(LONG, 0.99) == 1.0  # never reached: nothing to scale by
-    # About POINTS_PER_RUN validations over the share it reads: every 4th epoch, not every 8th.
-    assert validation_cadence(LONG, TARGET)["val_every"] == round(128 * 0.5 / POINTS_PER_RUN) == 4
-    assert validation_cadence(SHORT, TARGET)["val_every"] == round(40 / POINTS_PER_RUN)
+    # About POINTS_PER_RUN points over the share it reads: every 4th epoch, not every 8th.
+    assert point_every(LONG, TARGET) == round(128 * 0.5 / POINTS_PER_RUN) == 4
+    assert point_every(SHORT, TARGET) == round(40 / POINTS_PER_RUN)
 
 
 def _race(baseline: dict, planned: int) -> tuple[int, tuple[TrialStatus, str], Evidence]:
@@ -76,3 +76,38 @@ def test_the_bet_on_a_slower_prediction_is_judged_where_the_race_decides():
                       predicted_speedup=10.0)
     assert judged_at(pred) == pytest.approx(DECIDE_AT * 182 * 28.3 / 45)
     assert judged_at(pred, horizon(LONG, TARGET)) == pytest.approx(judged_at(pred) / 2)
+
+
+def test_a_point_holds_the_best_of_every_epoch_validated_since_as_the_baselines_envelope():
+    """unet3d's Dice swings between neighbouring epochs early on. A contender that learns as
+    the baseline does, but scores a trough at every `point_every`-th epoch and its real score
+    between: validated at the points alone it read as far behind and was cut as short; every
+    epoch validated, its points hold its best so far, as the baseline's envelope does, and it
+    is not cut. The race reads as many points as before."""
+    from orchestrator.screen.race import validation_cadence
+
+    every = point_every(SHORT, TARGET)  # 40 epochs: every 2nd
+    assert every == 2 and validation_cadence(SHORT, TARGET)["val_every"] == 1
+    rule = None
+
+    def run(validate_every: int) -> tuple[TrialStatus, str]:
+        nonlocal rule
+        rule = RaceRule(SHORT, TARGET, Evidence())
+        for epoch in range(1, 41):
+            report = {"epoch": epoch, "epochs_planned": 40, "train_time_s": 1.0 * epoch}
+            if epoch % validate_every == 0:
+                trough = epoch % every == 0 and epoch < 30
+                report |= {"val_epoch": epoch,
+                           "val_score": _score(epoch) - (0.25 if trough else 0.0)}
+            out = rule("c", report)
+            if out is not None:
+                return out
+        raise AssertionError("never decided")
+
+    status, reason = run(validate_every=every)  # the troughs alone
+    assert status == TrialStatus.PRUNED and "short" in reason, reason
+    status, reason = run(validate_every=1)
+    assert status == TrialStatus.DECIDED, reason
+    points = rule._points["c"]  # at every 2nd epoch, each the best of the epochs up to it
+    assert [round(p * 40) for p, _ in points] == list(range(2, 2 * len(points) + 1, 2))
+    assert all(best == pytest.approx(_score(round(p * 40) - 1)) for p, best in points)

@@ -137,17 +137,15 @@ def point_every(baseline: dict, target: float) -> int:
     return max(1, round(epochs * horizon(baseline, target) / POINTS_PER_RUN))
 
 
-def validation_cadence(baseline: dict, target: float) -> dict:
-    """The contenders' validation settings (trainables/config.py): every epoch from the first
-    (no loss gate: the race reads the curve from `RUNG`), so that each point, every
-    `point_every`-th epoch, holds the best score so far of every epoch, as the baseline's
-    envelope does. Validated only every `point_every`-th epoch, a point held the best of those
-    epochs alone: unet3d's Dice swings by tens of points between neighbouring epochs early on,
-    and one contender (the baseline's own model, every 2nd epoch at 32 epochs: 0.787, 0.631,
-    0.818, 0.637) was cut at epoch 8 as short of a target it reached at epoch 20 trained to its
-    end; its epoch 7, unseen, had 0.929 (docs/benchmarks.md, 2026-12-02). The extra validations
-    cost about a second a contender there."""
-    return {"val_every": 1, "val_skip_above_loss": None}
+# The contenders' validation settings (trainables/config.py): every epoch from the first (no loss
+# gate: the race reads the curve from `RUNG`), so that each point, every `point_every`-th epoch,
+# holds the best score so far of every epoch, as the baseline's envelope does. Validated only
+# every `point_every`-th epoch, a point held the best of those epochs alone: unet3d's Dice swings
+# by tens of points between neighbouring epochs early on, and one contender (the baseline's own
+# model, every 2nd epoch at 32 epochs: 0.787, 0.631, 0.818, 0.637) was cut at epoch 8 as short
+# of a target it reached at epoch 20 trained to its end; its epoch 7, unseen, had 0.929. The
+# extra validations cost 1-2 s a contender there (docs/benchmarks.md, 2026-12-02).
+VALIDATION = {"val_every": 1, "val_skip_above_loss": None}
 
 
 @dataclass(frozen=True)

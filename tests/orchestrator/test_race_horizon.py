@@ -84,10 +84,10 @@ def test_a_point_holds_the_best_of_every_epoch_validated_since_as_the_baselines_
     between: validated at the points alone it read as far behind and was cut as short; every
     epoch validated, its points hold its best so far, as the baseline's envelope does, and it
     is not cut. The race reads as many points as before."""
-    from orchestrator.screen.race import validation_cadence
+    from orchestrator.screen.race import VALIDATION
 
     every = point_every(SHORT, TARGET)  # 40 epochs: every 2nd
-    assert every == 2 and validation_cadence(SHORT, TARGET)["val_every"] == 1
+    assert every == 2 and VALIDATION["val_every"] == 1
     rule = None
 
     def run(validate_every: int) -> tuple[TrialStatus, str]:

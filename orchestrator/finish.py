@@ -23,7 +23,7 @@ from orchestrator.report import add_baseline_row, prediction_errors, projected_e
 from orchestrator.result import SearchResult, trials_table
 from orchestrator.stages import Stage, StageContext
 from trainables.config import TrialConfig
-from trainables.status import traits
+from trainables.status import RANKABLE
 
 
 def write_results(ctx: StageContext, strategy, *, measured: dict | None, wall_s: float,
@@ -37,8 +37,8 @@ def write_results(ctx: StageContext, strategy, *, measured: dict | None, wall_s:
     table = trials_table(trials, knobs)
     # The first rankable row: a race's decided contenders rank among them, but what they
     # expect is not a result (the answer is the measure stage's run).
-    rankable = [row for _, row in table.iterrows() if traits(row["status"]).rankable]
-    best = rankable[0].to_dict() if rankable else None
+    rankable = table[table["status"].isin(RANKABLE)] if not table.empty else table
+    best = rankable.iloc[0].to_dict() if not rankable.empty else None
     best_config = _best_config(ctx, strategy, measured, best, trials)
     table = _with_reference_rows(table, ctx.baseline, measured, knobs)
     table.to_csv(folder.leaderboard, index=False)

@@ -317,28 +317,6 @@ def test_the_measure_stage_tries_first_the_fastest_per_chance_of_reaching():
     assert _trial("p", "pruned").per_chance_s is None  # neither measured nor told
 
 
-def test_the_leaderboard_ranks_decided_contenders_as_the_measure_stage_tries_them():
-    """Their objective holds only the score they had when the race stopped them: ranked by
-    it, the contender the answer came from sat below slower ones."""
-    from orchestrator.result import trials_table
-
-    scores = {"slow": 0.93, "answer": 0.91, "hopeful": 0.95}
-    told = [_told("slow", 53.0, 0.9), _told("answer", 45.5, 0.9), _told("hopeful", 20.0, 0.2)]
-    for rec in told:
-        rec.metrics["objective"] = -1e6 + 1000 * scores[rec.trial_id]
-    sure = _trial("sure", "early_stopped", 60.0)
-    sure.metrics["objective"] = -60.0
-    short = _trial("short", "completed")  # ran its plan, never at the target
-    short.metrics["objective"] = -1e6 + 1000 * 0.94
-    cut = _trial("cut", "pruned")
-    cut.metrics["objective"] = -1e6 + 1000 * 0.99
-
-    table = trials_table([cut, short, *told, sure], ["batch_size"])
-    assert list(table["trial_id"]) == ["answer", "slow", "sure", "hopeful", "short", "cut"]
-    assert list(table["rank"]) == [1, 2, 3, 4, 5, 6]
-    assert list(table.columns[:3]) == ["rank", "trial_id", "status"]  # no sorting columns left
-
-
 def test_the_cost_is_shown_stage_by_stage_with_what_went_to_configurations_not_handed_over():
     answer = _trial("a", "decided")  # batch 64: the measured configuration's run
     answer.metrics["train_time_s"] = 12.0

@@ -5,6 +5,7 @@ screen's progress as one line a round where the output is not a terminal (no Ray
 from __future__ import annotations
 
 import io
+import math
 
 import pandas as pd
 
@@ -82,3 +83,32 @@ def test_without_a_target_the_table_shows_training_time_not_an_empty_target_colu
     table["expected_time_to_target_s"] = float("nan")
     header = compact(table, ["precision", "batch_size"]).splitlines()[0].split()
     assert "train_s" in header and "to_target_s" not in header and "chance" not in header
+
+
+def _record(tid: str, status: str, objective: float, **metrics) -> "TrialRecord":
+    from orchestrator.records import TrialRecord
+    from trainables.status import TrialStatus
+
+    return TrialRecord(tid, 1, {"batch_size": 64}, 0.0, 1.0, TrialStatus(status),
+                       metrics={"time_to_target_s": math.nan, "objective": objective, **metrics})
+
+
+def test_the_leaderboard_ranks_decided_contenders_as_the_measure_stage_tries_them():
+    """Their objective holds only the score they had when the race stopped them: ranked by
+    it, the contender the answer came from sat below slower ones."""
+    from orchestrator.result import trials_table
+
+    def told(tid, seconds, reach, score):
+        return _record(tid, "decided", -1e6 + 1000 * score,
+                       expected_time_to_target_s=seconds, expected_reach=reach)
+
+    told_ = [told("slow", 53.0, 0.9, 0.93), told("answer", 45.5, 0.9, 0.91),
+             told("hopeful", 20.0, 0.2, 0.95)]
+    sure = _record("sure", "early_stopped", -60.0, time_to_target_s=60.0)
+    short = _record("short", "completed", -1e6 + 1000 * 0.94)  # its plan, never at the target
+    cut = _record("cut", "pruned", -1e6 + 1000 * 0.99)
+
+    table = trials_table([cut, short, *told_, sure], ["batch_size"])
+    assert list(table["trial_id"]) == ["answer", "slow", "sure", "hopeful", "short", "cut"]
+    assert list(table["rank"]) == [1, 2, 3, 4, 5, 6]
+    assert list(table.columns[:3]) == ["rank", "trial_id", "status"]  # no sorting columns left

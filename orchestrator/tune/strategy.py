@@ -19,6 +19,7 @@ from orchestrator.stages import Stage, StageContext
 from orchestrator.stopper import target_stopper, validation_gate
 from orchestrator.strategy import Strategy
 from orchestrator.tune.history import seeded_storage
+from orchestrator.tune.samplers import sampler
 from orchestrator.tune.searcher import TruthfulOptunaSearch
 from orchestrator.tune_runs import TuneRun, trainable
 from search_spaces.warm_start import warm_start_points
@@ -67,15 +68,9 @@ def make_searcher(spec: SearchSpec, objective, searched: dict, base: dict,
 
     history: trial records of a resumed search; the study starts with them (see `history`).
     evidence: the search's record of decisions, so Optuna hears what a stopper decided."""
-    from optuna.samplers import NSGAIISampler, TPESampler
-
     # A resumed search's sampler must not replay the dead driver's random draws (the same seed
     # would propose its first configurations again): offset the seed by the history it holds.
     seed = spec.seed + len(history)
-    if not objective.scalar:
-        sampler = NSGAIISampler(seed=seed, population_size=max(4, spec.num_trials // 3))
-    else:
-        sampler = TPESampler(seed=seed, n_startup_trials=max(3, spec.num_trials // 4))
     ran = [rec.knobs for rec in history]
     points = [p for p in warm_start_points(spec.warm_start, searched, base)
               if not any(p.items() <= knobs.items() for knobs in ran)]
@@ -85,7 +80,8 @@ def make_searcher(spec: SearchSpec, objective, searched: dict, base: dict,
                   "storage": seeded_storage(history, searched, objective.metric, objective.mode,
                                             spec.name)}
     # The seed lives in the sampler (OptunaSearch ignores its own `seed` next to a sampler).
-    return TruthfulOptunaSearch(metric=objective.metric, mode=objective.mode, sampler=sampler,
+    return TruthfulOptunaSearch(metric=objective.metric, mode=objective.mode,
+                                sampler=sampler(not objective.scalar, seed, spec.num_trials),
                                 points_to_evaluate=points or None, evidence=evidence, **seeded)
 
 

@@ -123,3 +123,30 @@ def test_a_trial_the_stopper_ended_is_told_as_the_stopper_decided():
     fast, slow = s._ot_study.trials
     assert (fast.state, fast.value) == (TrialState.COMPLETE, -3.0)
     assert slow.state == TrialState.PRUNED
+
+
+@pytest.mark.parametrize("pareto", [True, False], ids=["nsga2", "tpe"])
+def test_the_searcher_pickles_as_tune_stores_it_and_goes_on_proposing(pareto, tmp_path):
+    """Tune pickles the searcher into tuner.pkl before the first trial and into every searcher
+    checkpoint; Optuna 5.1's NSGA-II holds a lock that pickle refuses."""
+    import ray.cloudpickle
+
+    from orchestrator.tune.samplers import sampler
+
+    metric, mode = (["val_score", "train_time_s"], ["max", "min"]) if pareto else ("objective",
+                                                                                     "max")
+    s = TruthfulOptunaSearch(space=SPACE, metric=metric, mode=mode,
+                             sampler=sampler(pareto, seed=0, num_trials=8))
+    final = {"val_score": 0.5, "train_time_s": 3.0, "objective": 0.5, "status": "completed",
+             "done": True}
+    for i in range(5):
+        _run(s, f"t{i}", final)
+    copy = ray.cloudpickle.loads(ray.cloudpickle.dumps(s))
+    s.save(str(tmp_path / "searcher.pkl"))
+    restored = TruthfulOptunaSearch(space=SPACE, metric=metric, mode=mode,
+                                    sampler=sampler(pareto, seed=0, num_trials=8))
+    restored.restore(str(tmp_path / "searcher.pkl"))
+    for searcher in (copy, restored):
+        assert len(searcher._ot_study.trials) == 5
+        _run(searcher, "next", final)  # the unpickled sampler's own lock guards its cache again
+        assert set(searcher._ot_study.trials[-1].params) == set(SPACE)

@@ -67,8 +67,9 @@ _BACKGROUND_FIXTURES = ("cli_stories", "probes")
 # The probes start this long after the stories. Ray gives a node 30 s to register its raylet
 # (ray/_private/node.py, not configurable): five local Rays starting at once beside the
 # session's (two stories, three probes, one a 2-node cluster) took longer on a 2-core VM that
-# ran at 0.6x its usual speed, and both stories failed to start. Apart, at most three start
-# together; the probes' results are read late in the run (test_placement, test_resources_fit).
+# ran at 0.6x its usual speed, and both stories failed to start. Apart, and the probes one
+# after another (tests/integration/probes.py), no two probes start their Rays together; their
+# results are read late in the run (test_placement, test_resources_fit).
 _PROBES_AFTER_S = 30.0
 
 

@@ -1,14 +1,18 @@
-"""Probes on Ray schedulers of their own, run at once: a probe is a subprocess (a simulated cluster,
-or a local Ray of another size, cannot share a process with the suite's local Ray) that prints
-one line `PREFIX {json}` of what it found.
+"""Probes on Ray schedulers of their own, run one after another: a probe is a subprocess (a
+simulated cluster, or a local Ray of another size, cannot share a process with the suite's local
+Ray) that prints one line `PREFIX {json}` of what it found.
 
 * `placement` (tests/integration/placement_probe.py): SPREAD on a simulated 2-node cluster;
 * `gpu` and `cpu` (tests/integration/resources_probe.py): resources that fit a 1-GPU node, and
   a Ray with fewer CPUs than the machine's cores.
 
-Each mostly waits on its Ray (nodes starting, trials scheduled), so `run_all` starts them
-together; the suite starts them with its first integration test (tests/conftest.py), beside
-the tests that use the session's Ray.
+The suite starts them with its first integration test (tests/conftest.py), beside the tests that
+use the session's Ray: each mostly waits on its Ray (nodes starting, trials scheduled). Not all
+at once: Ray gives a starting node 30 s to register its raylet (ray/_private/node.py, not
+configurable), and with the three started together beside the session's Ray and the two CLI
+stories' (six raylets starting in a minute on 2 cores), the `gpu` probe's head and the `cpu`
+probe's Ray both missed it in a fresh-clone suite run that ran at 0.6x its usual pace (AMD EPYC,
+2026-12-03). One at a time, `placement` (read first, by test_placement) still ends as soon.
 """
 
 from __future__ import annotations
@@ -20,7 +24,6 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -65,20 +68,18 @@ def _finish(name: str, proc: subprocess.Popen, began: float) -> Probe:
 
 def run_all(tmp_dir: Callable[[str], Path], env: dict[str, str] | None = None
             ) -> dict[str, Probe]:
-    """Every probe at once, each in `tmp_dir(name)`, its process started from `env` (default:
-    this process's environment)."""
+    """Every probe, one after another in the order of `PROBES`, each in `tmp_dir(name)`, its
+    process started from `env` (default: this process's environment)."""
     env = dict(os.environ if env is None else env)
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
     env.pop("RAY_ADDRESS", None)
-    started, began = {}, time.monotonic()
+    done, began = {}, time.monotonic()
     for name, (module, args, _) in PROBES.items():
         out = tmp_dir(name)
         sqlite_store(out)  # out/mlflow.db, its tables made: the probes are not about MLflow
-        started[name] = subprocess.Popen(
+        proc = subprocess.Popen(
             [sys.executable, "-m", module, *args, str(out)], cwd=out, env=env,
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
             start_new_session=True)  # its own process group: on a timeout, stop all it started
-    # One reader each: a probe whose output nobody reads would block on a full pipe.
-    with ThreadPoolExecutor(len(started)) as pool:
-        futures = {name: pool.submit(_finish, name, proc, began) for name, proc in started.items()}
-    return {name: future.result() for name, future in futures.items()}
+        done[name] = _finish(name, proc, began)
+    return done

@@ -15,23 +15,18 @@ from typing import Any
 
 from optuna.samplers import NSGAIISampler, TPESampler
 
-_LOCK = "_thread_lock"
-
 
 class NSGAII(NSGAIISampler):
     """Optuna's NSGA-II, picklable."""
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
-        state[_LOCK] = _LOCK in state  # whether to make one again, not the lock itself
+        state.pop("_thread_lock", None)
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        state = dict(state)
-        had_lock = state.pop(_LOCK, False)
         self.__dict__.update(state)
-        if had_lock:
-            setattr(self, _LOCK, threading.Lock())
+        self._thread_lock = threading.Lock()  # unused on Optuna 5.0, which has none
 
 
 # Optuna keys a genetic sampler's study attributes by its class's name (`__init_subclass__`):

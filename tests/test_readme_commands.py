@@ -134,6 +134,8 @@ COMMANDS: dict[str, str] = {
     "orchestrator search --workload unet3d --space compact --strategy screen --full-epochs 8 "
     "--trials 4 --output-dir DIR/runs --tracking-uri sqlite:///DIR/mlflow.db": ASKED_AGAIN,
     "--confirm race": RACE,  # the default
+    "orchestrator search --workload unet3d --space compact --strategy screen --full-epochs 32 "
+    "--trials 4 --confirm race": RACE,  # benchmarks.md: a 32-epoch search's cost, split
     "--confirm full": "screen",
     "--wide": "own_match",
     "--set patch_size=64": BAD_INPUT,

@@ -105,3 +105,40 @@ def test_a_measured_run_that_validated_nothing_rules_nothing_out(tmp_path):
     assert asked == [(128, 60), (128, 90), (128, 120), (256, 60)]
     assert answer["reached"] and answer["config"]["batch_size"] == 256
     assert any("nothing validated" in line for line in said)
+
+
+def _contender(tid: str, batch: int, patch: int, planned: int, expected_epoch: int,
+               seconds: float, reach: float) -> TrialRecord:
+    """A contender the race decided, of its own patch (its own model), with its chance."""
+    knobs = {"batch_size": batch, "patch_size": patch, "epochs": planned}
+    metrics = {"time_to_target_s": math.nan, "expected_time_to_target_s": seconds,
+               "expected_reach": reach, "expected_epoch": expected_epoch}
+    return TrialRecord(tid, 1, knobs, 0.0, 1.0, TrialStatus.DECIDED, metrics=metrics)
+
+
+def test_a_sooner_candidate_is_measured_before_a_longer_run_of_one_that_missed(tmp_path):
+    """unet3d at 128 epochs (docs/benchmarks.md, 2026-12-03): patch 16, ranked first (73.7 s
+    expected at a 0.70 chance), ended 0.009 short at its 53 epochs, and was trained again at
+    109 (138 s) where a patch-24 contender was expected at the target in 111 s per chance. Its
+    longer run now comes after that contender, here at a second an epoch: patch 24 (96 s at
+    0.9: 107 s, after patch 16's 105 s) goes before 109 epochs (109 s), and is the answer
+    where it reaches; where it misses too (and its own longer run stops paying), the longer run
+    passed over is measured after it."""
+    decided = [_contender("p16", 4, 16, 164, 53, 73.7, 0.7),
+               _contender("p24", 2, 24, 128, 27, 96.0, 0.9)]
+    short = [0.90] * 52 + [0.9487]
+    p24 = {True: [0.90] * 26 + [0.9600], False: [0.90] * 26 + [0.9500]}
+    for reaches in (True, False):
+        runs = {(4, 53): short, (2, 27): p24[reaches], (2, 78): [0.95] * 77 + [0.9505],
+                (4, 109): [0.90] * 108 + [0.9590]}
+        asked, answer, said = _measure_stage(tmp_path, decided, runs, target=0.9575)
+        assert asked == ([(4, 53), (2, 27)] if reaches else
+                         [(4, 53), (2, 27), (2, 78), (4, 109)])
+        assert answer["reached"] and answer["epochs"] == (27 if reaches else 109)
+        assert any("109 epochs of it only after p24" in line for line in said)
+
+    # Expected later than the longer run: it is lengthened first, as before.
+    decided[1] = _contender("p24", 2, 24, 128, 27, 110.0, 0.9)
+    runs = {(4, 53): short, (4, 109): [0.90] * 108 + [0.9590]}
+    asked, answer, _ = _measure_stage(tmp_path, decided, runs, target=0.9575)
+    assert asked == [(4, 53), (4, 109)] and answer["epochs"] == 109

@@ -134,8 +134,7 @@ def run(ctx: StageContext, strategy) -> None:
     for i, best in enumerate(candidates):  # the next only where the one before missed
         if measured_configs == MEASURED_AT_MOST:
             break
-        planned = int({**ctx.prepared.base, **best.knobs}.get("epochs") or ctx.spec.epochs)
-        this = Lengths(best, planned, attempts(epochs_needed(best, target, planned), planned))
+        this = Lengths.of(ctx, best)
         ruled_out = _ruled_out(ctx, this, missed)
         if ruled_out is not None:
             chosen = best.knobs | best.picks
@@ -149,8 +148,8 @@ def run(ctx: StageContext, strategy) -> None:
             break
         if this.lengths:
             passed_over.append(this)
-        if this.miss(target) is not None:
-            missed.append(this.miss(target))
+        if (miss := this.miss(target)) is not None:
+            missed.append(miss)
     if not tried[-1]["reached"]:  # the longer runs passed over for what missed too, in order
         for this in passed_over:
             if _measure(ctx, strategy, this, tried, lambda: None):
@@ -167,6 +166,13 @@ class Lengths:
     planned: int
     lengths: list[int]
     runs: list[dict] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, ctx: StageContext, rec: TrialRecord) -> Lengths:
+        """`rec`'s lengths to measure (`attempts`), none measured yet."""
+        planned = int({**ctx.prepared.base, **rec.knobs}.get("epochs") or ctx.spec.epochs)
+        return cls(rec, planned, attempts(epochs_needed(rec, ctx.objective.target, planned),
+                                          planned))
 
     def miss(self, target: float) -> tuple[dict, float] | None:
         """(its configuration, how far its best run ended short); None before a run that
@@ -232,10 +238,7 @@ def _sooner(ctx: StageContext, this: Lengths, rest: list[TrialRecord], missed: l
         return None
     rules = [*missed, miss] if miss is not None else missed
     for rec in rest:
-        planned = int({**ctx.prepared.base, **rec.knobs}.get("epochs") or ctx.spec.epochs)
-        other = Lengths(rec, planned, attempts(epochs_needed(rec, ctx.objective.target,
-                                                             planned), planned))
-        if _ruled_out(ctx, other, rules) is not None:
+        if _ruled_out(ctx, Lengths.of(ctx, rec), rules) is not None:
             continue
         per = rec.per_chance_s
         return rec if per is not None and per < next_s else None

@@ -99,6 +99,12 @@ class Driver:
             code = self.proc.wait(timeout)
             self._reader.join(10)
             return code
+        except subprocess.TimeoutExpired:
+            # What it printed says where it hung; the bare timeout would not (a story that
+            # fails is read only from the suite's log).
+            tail = "".join(self.lines[-40:])
+            raise AssertionError(f"{' '.join(self.proc.args[-3:])} still running after "
+                                 f"{timeout:.0f} s; its last lines:\n{tail}") from None
         finally:
             if self.proc.poll() is None:
                 os.killpg(self.proc.pid, signal.SIGKILL)

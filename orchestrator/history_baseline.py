@@ -18,8 +18,9 @@ both sides of every ratio are on one clock:
   is not one speed: hours later the same 2-core VM kind timed every unet3d configuration at
   0.52-0.80x the speed it had, and the recorded 84-s run trained in 136 s
   (docs/benchmarks.md). So its step is timed here too (`ROUNDS` times, the median), beside the
-  step the run timed before its own training (`start_step_s`): where the two differ by more
-  than `DRIFT_NOISE`, the recorded seconds are scaled by their ratio (`drift`), which keeps
+  step its search timed the same way right after it trained (`clock_step_s`; in a run recorded
+  before that was, the step its trial timed in its own process, `start_step_s`): where the two
+  differ by more than `DRIFT_NOISE`, the recorded seconds are scaled by their ratio (`drift`), which keeps
   what the loop adds to each step and moves it to today's speed (`times_here`). The same holds
   for a baseline an earlier search recorded (its baseline.json, or the one a repeated search
   reuses), and its clock is what the search's reuse goes by: earlier timings made at another
@@ -50,9 +51,10 @@ PREFIX = "runs:/"
 COLUMNS = ("epoch", "seconds", "score")
 # Times the baseline's step is timed here, in one process: their median is its step.
 ROUNDS = 3
-# How far the step timed here may lie from the one a run of this tool timed before its training
-# and still be the same speed. The two are timed alike (a few steps after warm-up, the median)
-# but not in the same process: on a quiet machine the screen's task timed unet3d's fp32 step at
+# How far the step timed here may lie from the one a run of this tool was timed at (`step_then`)
+# and still be the same speed. Timed by its search right after it trained, the two are timed the
+# same way; a run recorded before that was holds only its trial's own start step, timed alike (a
+# few steps after warm-up, the median) but not in the same process: on a quiet machine the screen's task timed unet3d's fp32 step at
 # 0.037 s where its trial's own read 0.039 s; one config's start steps in two runs differed by
 # 1%, its screen timings by 2-4% (docs/benchmarks.md). Within it the recorded seconds stand.
 # Beyond it the ratio errs low where the trial's process is busier than the task (0.076-0.099 s
@@ -79,7 +81,7 @@ def load(baseline: str, tracking_uri: str) -> dict[str, Any]:
         return {"source": baseline, "curve": run.curve, "settings": _settings(run.params),
                 "seconds_from": run.seconds_from, "machine_kind": run.machine_kind,
                 "task": run.task, "noise": run.noise, "losses": run.losses,
-                "start_step_s": run.start_step_s}
+                "start_step_s": run.start_step_s, "clock_step_s": run.clock_step_s}
     return {"source": str(Path(baseline).resolve()), "curve": _csv_curve(Path(baseline)),
             "settings": {}, "seconds_from": "the CSV's seconds", "machine_kind": None,
             "task": None}
@@ -148,7 +150,14 @@ def times_here(history: dict, own_clock: bool) -> bool:
     searches' timings is timed too: what they timed at another speed is not reused
     (`clock_of`), so the baseline, scaled or not, and every timing compared with it share one
     clock."""
-    return not own_clock or bool(history.get("start_step_s"))
+    return not own_clock or bool(step_then(history))
+
+
+def step_then(recorded: dict) -> float | None:
+    """The step a run's seconds are held against: timed as this search times one
+    (`clock_step_s`), where its search timed it so; else the one its trial timed before its
+    training (`start_step_s`), in its own, busier process."""
+    return recorded.get("clock_step_s") or recorded.get("start_step_s")
 
 
 def timed_step(results: list[dict]) -> dict | None:
@@ -161,13 +170,18 @@ def timed_step(results: list[dict]) -> dict | None:
     return {**ran[0], "step_s": statistics.median(steps), "rounds": steps}
 
 
-def drift(then: float | None, timed: dict | None) -> float | None:
-    """This machine's step over `then`, the one the run timed before its training (>1: slower
-    today); None where either is missing."""
-    if not then or timed is None or timed.get("status") != TrialStatus.COMPLETED or \
-            not timed.get("step_s"):
+def step_of(timed: dict | None) -> float | None:
+    """The step a timing (`timed_step`) measured; None where it did not run."""
+    if timed is None or timed.get("status") != TrialStatus.COMPLETED or not timed.get("step_s"):
         return None
-    return float(timed["step_s"]) / float(then)
+    return float(timed["step_s"])
+
+
+def drift(then: float | None, timed: dict | None) -> float | None:
+    """This machine's step over `then`, the one the run was timed at (`step_then`; >1: slower
+    today); None where either is missing."""
+    now = step_of(timed)
+    return now / float(then) if then and now else None
 
 
 def drifted(ratio: float | None, noise: float | None = None) -> bool:
@@ -189,7 +203,7 @@ def clock_of(record: dict | None) -> float | None:
     timed = record.get("timed_here") or {}
     if record.get("clock") in (SCALED, TIMED_HERE) and timed.get("step_s"):
         return float(timed["step_s"])
-    step = record.get("start_step_s") or record.get("recorded_step_s")
+    step = step_then(record) or record.get("recorded_step_s")
     return float(step) if step else None
 
 
@@ -227,6 +241,7 @@ def at_todays_speed(recorded: dict, timed: dict | None) -> dict:
     return {**recorded, **scaled, "curve": [[e, s, t * ratio] for e, s, t in recorded["curve"]],
             "recorded_train_time_s": recorded["train_time_s"], "drift": ratio,
             "recorded_step_s": then, "start_step_s": timed["step_s"],
+            "clock_step_s": timed["step_s"],
             "timed_here": timed, "clock": SCALED}
 
 
@@ -236,7 +251,7 @@ def record(history: dict, config: dict, timed: dict | None, search: str, search_
     screen result: step_s, data_s, one_off_s, steps_per_epoch). `own_clock` (`same_clock`):
     its own recorded seconds, scaled where this machine's speed `drifted` since; else each
     epoch takes the step timed here."""
-    ratio = drift(history.get("start_step_s"), timed) if own_clock else None
+    ratio = drift(step_then(history), timed) if own_clock else None
     if own_clock:
         scale = ratio if drifted(ratio) else 1.0
         curve = [[int(e), float(s), float(t) * scale] for e, s, t in history["curve"]]
@@ -257,7 +272,7 @@ def record(history: dict, config: dict, timed: dict | None, search: str, search_
             "train_time_s": curve[-1][2], "full_run_s": None,
             "epochs": epochs, "curve": curve, "history_seconds": history["curve"],
             "seconds_from": history["seconds_from"], "timed_here": timed,
-            "clock": clock, "drift": ratio, "recorded_step_s": history.get("start_step_s"),
+            "clock": clock, "drift": ratio, "recorded_step_s": step_then(history),
             # What this tool's run measured of its learning (none for a run of your own).
             "noise_scale": noise[-1][1] if noise else math.nan, "noise": noise,
             "losses": history.get("losses") or [], "first_use_s": None,

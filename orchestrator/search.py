@@ -179,6 +179,7 @@ class Search:
                 rec = done[-1] if done else self._train_baseline(config)
                 record = baselines.record_of(kind, config, rec, self.tracker.parent_run_id,
                                              str(self.folder.root), ctx.search_id)
+                record = self._clocked(record)
             else:  # an earlier search's: at today's speed, as a recorded one
                 record = self._at_todays_speed(record)
         elif history_baseline.is_history(kind):  # your run: its curve, on this clock
@@ -198,6 +199,18 @@ class Search:
         timed = self._time_here(config) if history_baseline.times_here(history, own) else None
         return history_baseline.record(history, config, timed, str(self.folder.root),
                                        ctx.search_id, own_clock=own)
+
+    def _clocked(self, record: dict) -> dict:
+        """The trained baseline with its step timed as a later search will time it, here and
+        now (`clock_step_s`, also on its MLflow run): what a search that takes it from history
+        holds today's timing against, like with like (orchestrator/history_baseline.py)."""
+        from orchestrator.tracking.history import CLOCK_STEP
+
+        step = history_baseline.step_of(self._time_here(baselines.resolved_config(record)))
+        if step is None:
+            return record  # held against its trial's start step, as before
+        self.tracker.log_epoch(record["trial_id"], {CLOCK_STEP: step}, step=record["epochs"])
+        return {**record, CLOCK_STEP: step}
 
     def _at_todays_speed(self, record: dict) -> dict:
         """A baseline an earlier search recorded, its seconds scaled where this machine's speed

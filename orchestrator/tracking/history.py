@@ -22,6 +22,12 @@ NOISE, LOSS = "noise_scale", "train_loss"
 # The step this tool's trial timed in its own process before its clock started, a few steps of
 # its own settings (trainables/loop/profile.START_STEP): what the machine's speed then was.
 STEP = "start_step_s"
+# The same settings' step timed as a later search times a baseline's (orchestrator/step_timing.py,
+# the median of a few timings), right after the run trained: what a later search's timing is held
+# against. The trial's own start step is no such twin: on an idle 2-core machine the classifier's
+# baseline timed 0.0142 s a step in its trial's process and 0.0107-0.0128 s in later searches'
+# timings, and was scaled 0.76-0.79x for a machine that had not moved (docs/benchmarks.md).
+CLOCK_STEP = "clock_step_s"
 PARENT, MACHINE_KIND, TASK = "mlflow.parentRunId", "machine_kind", "task"
 
 
@@ -49,6 +55,9 @@ class RecordedRun:
     start_step_s: float | None = None
     """Seconds a step of its settings took, timed before its training (`STEP`); None for a run
     of your own."""
+    clock_step_s: float | None = None
+    """Seconds a step of its settings took, timed as a later search times it (`CLOCK_STEP`);
+    None for a run of your own, or one recorded before it was."""
 
 
 def read_run(tracking_uri: str, run_id: str) -> RecordedRun:
@@ -88,7 +97,8 @@ def read_run(tracking_uri: str, run_id: str) -> RecordedRun:
                        search.get(MACHINE_KIND), search.get(TASK),
                        _series(client, run_id, NOISE) if ours else [],
                        _series(client, run_id, LOSS) if ours else [],
-                       _positive(run.data.metrics.get(STEP)) if ours else None)
+                       _positive(run.data.metrics.get(STEP)) if ours else None,
+                       _positive(run.data.metrics.get(CLOCK_STEP)) if ours else None)
 
 
 def _positive(value) -> float | None:

@@ -144,7 +144,9 @@ def test_a_baseline_from_history_trains_no_baseline(first, tmp_path):
         record = result.baseline
         if name == "from-mlflow":  # this tool's run of this task here: its clock is ours,
             assert "its recorded training time" in printed, printed  # checked against today's
-            assert record["recorded_step_s"] == pytest.approx(first.baseline["start_step_s"])
+            # its step as its search timed it right after it trained, on its MLflow run too
+            assert run.data.metrics["clock_step_s"] == first.baseline["clock_step_s"] > 0
+            assert record["recorded_step_s"] == pytest.approx(first.baseline["clock_step_s"])
             assert record["drift"] == pytest.approx(
                 record["timed_here"]["step_s"] / record["recorded_step_s"])
             scale = record["drift"] if record["clock"] != "recorded" else 1.0
@@ -176,7 +178,7 @@ def test_a_recorded_baseline_is_held_to_todays_speed_and_so_is_what_is_reused(
     record = run_search(spec, out=out).baseline
     assert "[baseline" not in out.getvalue(), out.getvalue()
     assert record["drift"] == pytest.approx(record["timed_here"]["step_s"] /
-                                            first.baseline["start_step_s"])
+                                            first.baseline["clock_step_s"])
     scale = record["drift"] if drifted(record["drift"]) else 1.0
     assert record["train_time_s"] == pytest.approx(first.baseline["train_time_s"] * scale)
 
@@ -194,7 +196,7 @@ def test_a_recorded_baseline_is_held_to_todays_speed_and_so_is_what_is_reused(
     # the first's whole screen, found under the run's settings as history gives them back
     assert len(_whole_screens(store)) == screens, out.getvalue()
     assert again.baseline["drift"] == pytest.approx(again.baseline["timed_here"]["step_s"] /
-                                                    first.baseline["start_step_s"])
+                                                    first.baseline["clock_step_s"])
     assert again.baseline["clock"] == "recorded"
     assert again.economics["baseline_s"] == pytest.approx(first.economics["baseline_s"])
     assert again.economics["speedup"] == pytest.approx(first.economics["speedup"])
@@ -219,7 +221,7 @@ def test_asked_again_where_the_machines_speed_moved_nothing_timed_at_the_old_spe
         assert entry.get("clock_step_s"), entry  # the first stamped what it measured
         entry["clock_step_s"] *= faster
         if entry["kind"] == "baseline":  # its run's step then (a run from history: its own)
-            for key in ("start_step_s", "recorded_step_s"):
+            for key in ("start_step_s", "clock_step_s", "recorded_step_s"):
                 if entry["record"].get(key):
                     entry["record"][key] *= faster
     path.write_text("".join(json.dumps(e) + "\n" for e in entries))
@@ -229,7 +231,7 @@ def test_asked_again_where_the_machines_speed_moved_nothing_timed_at_the_old_spe
     printed = out.getvalue()
     record = again.baseline
     assert "[baseline" not in printed and "recorded by" in printed, printed  # not trained
-    then = first.baseline["start_step_s"] * faster
+    then = first.baseline["clock_step_s"] * faster
     assert record["drift"] == pytest.approx(record["timed_here"]["step_s"] / then)
     assert history_baseline.drifted(record["drift"]) and "scaled" in printed
     assert record["train_time_s"] == pytest.approx(first.baseline["train_time_s"] *

@@ -75,6 +75,17 @@ def test_a_run_of_this_tool_is_scaled_where_the_machine_drifted_since():
     assert clock_settings({"config": {"epochs": 8, "seed": 0}}) == \
         clock_settings({"config": {"epochs": 32, "seed": 1}}) != \
         clock_settings({"config": {"epochs": 8, "batch_size": 100}})
+    # Timed by its search the way this search times it (`clock_step_s`): held against that, not
+    # the trial's own start step, timed in a busier process (0.0142 s against 0.0107-0.0128 s
+    # for the classifier's baseline on an idle machine: scaled 0.76x for no move).
+    timed_alike = {**ours, "start_step_s": 0.0142, "clock_step_s": 0.0112}
+    kept = record(timed_alike, {}, here(0.0107), "folder", "id", own_clock=True)
+    assert kept["drift"] == pytest.approx(0.0107 / 0.0112) and kept["train_time_s"] == 19.0
+    assert kept["recorded_step_s"] == 0.0112 and clock_of(kept) == 0.0112
+    assert record({**timed_alike, "clock_step_s": None}, {}, here(0.0107), "f", "i",
+                  own_clock=True)["clock"] == "recorded, scaled by the machine's drift"
+    assert times_here({**ours, "start_step_s": None, "clock_step_s": 0.01}, True)
+    assert clock_of({"start_step_s": 0.03, "clock_step_s": 0.02}) == 0.02
     # Nothing to hold it against (a run before start_step_s was recorded, a timing that failed).
     for history, step in (({**ours, "start_step_s": None}, here(0.064)),
                           (ours, timed_step([{"status": "infeasible", "reason": "oom"}]))):
@@ -111,6 +122,12 @@ def test_a_recorded_baseline_json_is_held_to_todays_speed_once():
     again = at_todays_speed(slower, here(0.08))  # its step is today's now: not scaled twice
     assert again["train_time_s"] == pytest.approx(40.0) and again["drift"] == pytest.approx(1.0)
     assert at_todays_speed(recorded, {"status": "failed"})["train_time_s"] == 20.0
+    # Its search timed its step as this one does: that is what today's is held against.
+    timed_alike = {**recorded, "start_step_s": 0.05, "clock_step_s": 0.04}
+    assert at_todays_speed(timed_alike, here(0.039))["train_time_s"] == 20.0
+    assert at_todays_speed({**timed_alike, "clock_step_s": None}, here(0.039))["drift"] == \
+        pytest.approx(0.78)
+    assert clock_of(at_todays_speed(timed_alike, here(0.08))) == 0.08
 
 
 def test_a_run_from_mlflow_keeps_what_it_measured_of_its_learning(tmp_path):
@@ -140,7 +157,9 @@ def test_a_run_from_mlflow_keeps_what_it_measured_of_its_learning(tmp_path):
         client.log_metric(ours, "noise_scale", noise, step=epoch)
     for run in (ours, yours):
         client.log_metric(run, "start_step_s", 0.04)
+        client.log_metric(run, "clock_step_s", 0.03, step=3)
     history = load(f"runs:/{ours}", uri)
+    assert history["clock_step_s"] == 0.03  # timed by its search as a search times it
     assert history["noise"] == [[1, 580.0], [3, 945.0]]
     assert history["losses"] == [[1, 2.1], [3, 1.5]]  # what is not a number is left out
     assert history["start_step_s"] == 0.04  # the step it timed before training
@@ -149,6 +168,7 @@ def test_a_run_from_mlflow_keeps_what_it_measured_of_its_learning(tmp_path):
     assert kept["losses"] == history["losses"]
     yours_history = load(f"runs:/{yours}", uri)
     assert yours_history["start_step_s"] is None  # your own run's metric may mean anything
+    assert yours_history["clock_step_s"] is None
     own = record(yours_history, {}, {"status": "completed", "step_s": 0.1, "steps_per_epoch": 5},
                  "folder", "id")
     assert own["noise"] == [] and own["losses"] == [] and math.isnan(own["noise_scale"])

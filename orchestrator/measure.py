@@ -28,9 +28,13 @@ A measured miss teaches as a confirmation's does:
   where a patch-24 contender was expected in 111 s per chance, and the other searches' patch-24
   answers gave 6.1-6.3x (docs/benchmarks.md). The longer run passed over is still measured
   after the candidates that went before it, if they miss too.
-* **Misses cost about a run, at most.** After a miss the next candidate is measured while this
-  stage's training so far is under one baseline run and the candidate is expected at the
-  target, per chance of reaching it, before the baseline's run would end (`_not_worth`).
+* **The next candidate, while it could pay.** After a miss the next candidate is measured where
+  it is expected at the target, per chance of reaching it, before the baseline's run would end
+  (`_not_worth`): one that is not would hand over no speedup. What the misses cost is spent
+  either way and does not enter it. A fixed count of two configurations left a classifier
+  search with no answer after two cheap batch-256 misses (42 s of training against a 101-s
+  baseline), where its third decided contender, fp32 batch 64, was the other searches' answer
+  (docs/benchmarks.md). The candidates are the race's decided contenders, at most its budget.
 * **What learns no more is not measured next.** The next configuration measured is the fastest
   that does not learn less than one measured short (orchestrator/evidence.py
   `learns_no_more`: the same model at as large a batch or larger, at no finer a precision, or at
@@ -59,12 +63,6 @@ from trainables.trial.trainable import reuse_actors
 SEARCH_ONLY = ("val_skip_above_loss", "val_skip_until")
 
 
-# After a miss the next configuration is measured only while what this stage trained so far is
-# under this many baseline runs: the misses of a search cost about one run more, at most. A fixed
-# count of two configurations left a classifier search with no answer after two cheap batch-256
-# misses (42 s of training against its 101-s baseline), where a third decided contender, the
-# fp32 batch-64 model, was the answer of the other searches (docs/benchmarks.md).
-MISSES_AT_MOST_RUNS = 1.0
 # A longer run is tried again where the last lengthening made up at least this share of what is
 # still missing: the next adds about as many epochs (the middle length is halfway to the plan).
 LENGTHENING_PAYS = 0.5
@@ -139,7 +137,7 @@ def run(ctx: StageContext, strategy) -> None:
     target, tried, missed = ctx.objective.target, [], []
     passed_over: list[Lengths] = []  # longer runs a sooner candidate went before
     for i, best in enumerate(candidates):  # the next only where the one before missed
-        if tried and (why_not := _not_worth(ctx, best, tried)) is not None:
+        if tried and (why_not := _not_worth(ctx, best)) is not None:
             ctx.say(f"measure: no further configuration: {why_not}")
             break
         this = Lengths.of(ctx, best)
@@ -228,24 +226,18 @@ def _measure(ctx: StageContext, strategy, this: Lengths, tried: list[dict], soon
     return False
 
 
-def _not_worth(ctx: StageContext, rec: TrialRecord, tried: list[dict]) -> str | None:
-    """Why the next configuration, `rec`, is not measured after the misses in `tried`: this
-    stage has trained `MISSES_AT_MOST_RUNS` baseline runs already, or `rec` is not expected at
+def _not_worth(ctx: StageContext, rec: TrialRecord) -> str | None:
+    """Why the next configuration, `rec`, is not measured after a miss: it is not expected at
     the target, per chance of reaching it, before the baseline's run ends (it would hand over
     no speedup); None: it is measured. Candidates come fastest first, so none after it is
     either."""
     baseline_s = float((ctx.baseline or {}).get("train_time_s") or math.inf)
-    spent = sum(float(r.get("train_time_s") or 0.0) for r in tried
-                if r.get("search_id") == ctx.search_id and not r.get("confirmation"))
-    if spent >= MISSES_AT_MOST_RUNS * baseline_s:
-        return (f"{spent:.1f} s of measured misses, {spent / baseline_s:.2f} of the "
-                f"baseline's run")
     per = rec.per_chance_s
-    if per is None or per >= baseline_s:
-        shown = "no expected time" if per is None else f"{per:.1f} s per chance"
-        return (f"{rec.trial_id} is expected at the target in {shown}, not before the "
-                f"baseline's run ({baseline_s:.1f} s) ends")
-    return None
+    if per is not None and per < baseline_s:
+        return None
+    shown = "no expected time" if per is None else f"{per:.1f} s per chance"
+    return (f"{rec.trial_id} is expected at the target in {shown}, not before the "
+            f"baseline's run ({baseline_s:.1f} s) ends")
 
 
 def _ruled_out(ctx: StageContext, this: Lengths, missed: list) -> tuple[dict, float] | None:

@@ -17,11 +17,12 @@ both sides of every ratio are on one clock:
   the-race): a few steps in a tight loop miss part of what an epoch costs. But one machine kind
   is not one speed: hours later the same 2-core VM kind timed every unet3d configuration at
   0.52-0.80x the speed it had, and the recorded 84-s run trained in 136 s
-  (docs/benchmarks.md). So its step is timed here too (`ROUNDS` times, the median), beside the
-  step its search timed the same way right after it trained (`clock_step_s`; in a run recorded
-  before that was, the step its trial timed in its own process, `start_step_s`): where the two
-  differ by more than `DRIFT_NOISE`, the recorded seconds are scaled by their ratio (`drift`), which keeps
-  what the loop adds to each step and moves it to today's speed (`times_here`). The same holds
+  (docs/benchmarks.md). So its step is timed here too (the faster of `READINGS` readings, each
+  the median of `ROUNDS` timings), beside the step its search timed the same way right after
+  it trained (`clock_step_s`; in a run recorded before that was, the step its trial timed in
+  its own process, `start_step_s`): where the two differ by more than `DRIFT_NOISE`, the
+  recorded seconds are scaled by their ratio (`drift`), which keeps what the loop adds to each
+  step and moves it to today's speed (`times_here`). The same holds
   for a baseline an earlier search recorded (its baseline.json, or the one a repeated search
   reuses), and its clock is what the search's reuse goes by: earlier timings made at another
   speed are measured again (`clock_of`, orchestrator/screen/knowledge.py);
@@ -49,17 +50,21 @@ from trainables.status import TrialStatus
 
 PREFIX = "runs:/"
 COLUMNS = ("epoch", "seconds", "score")
-# Times the baseline's step is timed here, in one process: their median is its step.
+# Times the baseline's step is timed here, in one process: their median is one reading.
 ROUNDS = 3
+# Readings of it, `READING_GAP_S` apart: the faster is its step (`steadiest`).
+READINGS = 2
+READING_GAP_S = 1.0
 # How far the step timed here may lie from the one a run of this tool was timed at (`step_then`)
 # and still be the same speed. Timed by its search right after it trained, the two are timed the
-# same way; a run recorded before that was holds only its trial's own start step, timed alike (a
-# few steps after warm-up, the median) but not in the same process: on a quiet machine the screen's task timed unet3d's fp32 step at
-# 0.037 s where its trial's own read 0.039 s; one config's start steps in two runs differed by
-# 1%, its screen timings by 2-4% (docs/benchmarks.md). Within it the recorded seconds stand.
-# Beyond it the ratio errs low where the trial's process is busier than the task (0.076-0.099 s
-# against 0.060-0.065 s on the day the 84-s run took 136 s: scaled 1.52x for 1.62x), so the
-# baseline is scaled a little too little rather than too much.
+# same way; a run recorded before that was holds only its trial's own start step, timed alike
+# (a few steps after warm-up, the median) but not in the same process: on a quiet machine the
+# screen's task timed unet3d's fp32 step at 0.037 s where its trial's own read 0.039 s; one
+# config's start steps in two runs differed by 1%, its screen timings by 2-4%
+# (docs/benchmarks.md). Within it the recorded seconds stand. Beyond it the ratio errs low where
+# the trial's process is busier than the task (0.076-0.099 s against 0.060-0.065 s on the day
+# the 84-s run took 136 s: scaled 1.52x for 1.62x), so the baseline is scaled a little too
+# little rather than too much.
 DRIFT_NOISE = 0.25
 
 
@@ -168,6 +173,19 @@ def timed_step(results: list[dict]) -> dict | None:
         return results[0] if results else None
     steps = sorted(float(r["step_s"]) for r in ran)
     return {**ran[0], "step_s": statistics.median(steps), "rounds": steps}
+
+
+def steadiest(readings: list[dict | None]) -> dict | None:
+    """The faster of the readings (each a `timed_step`) that ran, every reading's step kept
+    (`readings`); the first where none ran. One reading is a few steps in a fraction of a
+    second (the classifier's 11-ms step: 0.1 s), and a busy moment of the machine moves all of
+    its rounds: on an idle 2-core machine one search timed the classifier's baseline at 0.0159-
+    0.0179 s where the searches before and after it timed 0.0107-0.0112 s, and scaled its
+    baseline 1.50x (docs/benchmarks.md). A machine that is slower is slower in both."""
+    ran = [r for r in readings if step_of(r) is not None]
+    if not ran:
+        return readings[0] if readings else None
+    return {**min(ran, key=step_of), "readings": [step_of(r) for r in ran]}
 
 
 def step_of(timed: dict | None) -> float | None:

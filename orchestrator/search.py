@@ -222,14 +222,21 @@ class Search:
             record, self._time_here(baselines.resolved_config(record)))
 
     def _time_here(self, config: dict) -> dict | None:
-        """The baseline's settings timed on this machine for a few steps: the median of
-        history_baseline.ROUNDS timings."""
+        """The baseline's settings timed on this machine for a few steps: the faster of
+        history_baseline.READINGS readings, each the median of history_baseline.ROUNDS
+        timings."""
         from orchestrator.step_timing import run_screen
 
         ctx, p = self.ctx, self.ctx.prepared
-        return history_baseline.timed_step(run_screen(
-            [dict(config) for _ in range(history_baseline.ROUNDS)], meta=p.data.meta(),
-            n_train=len(p.data.x_train), datasets=ctx.datasets(), plan=p.plan, task=ctx.task()))
+        readings = []
+        for n in range(history_baseline.READINGS):
+            if n:
+                time.sleep(history_baseline.READING_GAP_S)
+            readings.append(history_baseline.timed_step(run_screen(
+                [dict(config) for _ in range(history_baseline.ROUNDS)], meta=p.data.meta(),
+                n_train=len(p.data.x_train), datasets=ctx.datasets(), plan=p.plan,
+                task=ctx.task())))
+        return history_baseline.steadiest(readings)
 
     def _train_baseline(self, config: dict):
         from trainables.trial.trainable import reuse_actors

@@ -94,6 +94,29 @@ def test_a_run_of_this_tool_is_scaled_where_the_machine_drifted_since():
         assert "(the same clock)" in result_line("x", kept)
 
 
+def test_the_step_is_the_faster_of_two_readings_so_a_busy_moment_scales_nothing():
+    """One reading is a few steps within a tenth of a second; a busy moment of the machine
+    moved all three rounds of one (0.0159-0.0179 s against 0.0107-0.0112 s before and after)
+    and scaled an unmoved baseline 1.50x. The faster reading is the step, and both are kept; a
+    reading that failed does not count, and where none ran the first failure is the record."""
+    from orchestrator.history_baseline import at_todays_speed, steadiest, timed_step
+
+    def reading(*steps):
+        return timed_step([{"status": "completed", "step_s": s, "steps_per_epoch": 250}
+                           for s in steps])
+
+    busy, steady = reading(0.0159, 0.0160, 0.0179), reading(0.0110, 0.0112, 0.0115)
+    step = steadiest([busy, steady])
+    assert step["step_s"] == 0.0112 and step["readings"] == [0.0160, 0.0112]
+    recorded = {"kind": "seeds", "config": {}, "status": "completed", "val_score": 0.77,
+                "train_time_s": 58.2, "curve": [[15, 0.77, 58.2]], "clock_step_s": 0.0106}
+    assert at_todays_speed(recorded, busy)["train_time_s"] == pytest.approx(58.2 * 0.016 / 0.0106)
+    assert at_todays_speed(recorded, step)["train_time_s"] == 58.2  # not scaled: same speed
+    failed = {"status": "failed", "reason": "oom"}
+    assert steadiest([failed, steady])["step_s"] == 0.0112
+    assert steadiest([failed, {"status": "failed"}]) == failed and steadiest([]) is None
+
+
 def test_a_recorded_baseline_json_is_held_to_todays_speed_once():
     """A search's baseline.json given by path is held to this machine's speed as this tool's
     run from history is: within the noise as recorded; beyond it every one of its seconds

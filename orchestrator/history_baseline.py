@@ -18,8 +18,8 @@ both sides of every ratio are on one clock:
   is not one speed: hours later the same 2-core VM kind timed every unet3d configuration at
   0.52-0.80x the speed it had, and the recorded 84-s run trained in 136 s
   (docs/benchmarks.md). So its step is timed here too (the faster of `READINGS` readings, each
-  the median of `ROUNDS` timings), beside the step its search timed the same way right after
-  it trained (`clock_step_s`; in a run recorded before that was, the step its trial timed in
+  the median of `ROUNDS` timings), beside the step its search timed the same way before it
+  trained (`clock_step_s`; in a run recorded before that was, the step its trial timed in
   its own process, `start_step_s`): where the two differ by more than `DRIFT_NOISE`, the
   recorded seconds are scaled by their ratio (`drift`), which keeps what the loop adds to each
   step and moves it to today's speed (`times_here`). The same holds
@@ -56,7 +56,7 @@ ROUNDS = 3
 READINGS = 2
 READING_GAP_S = 1.0
 # How far the step timed here may lie from the one a run of this tool was timed at (`step_then`)
-# and still be the same speed. Timed by its search right after it trained, the two are timed the
+# and still be the same speed. Timed by its search before it trained, the two are timed the
 # same way; a run recorded before that was holds only its trial's own start step, timed alike
 # (a few steps after warm-up, the median) but not in the same process: on a quiet machine the
 # screen's task timed unet3d's fp32 step at 0.037 s where its trial's own read 0.039 s; one

@@ -23,7 +23,7 @@ NOISE, LOSS = "noise_scale", "train_loss"
 # its own settings (trainables/loop/profile.START_STEP): what the machine's speed then was.
 STEP = "start_step_s"
 # The same settings' step timed as a later search times a baseline's (orchestrator/step_timing.py,
-# the median of a few timings), right after the run trained: what a later search's timing is held
+# at its baseline stage's start, before the run trained): what a later search's timing is held
 # against. The trial's own start step is no such twin: on an idle 2-core machine the classifier's
 # baseline timed 0.0142 s a step in its trial's process and 0.0107-0.0128 s in later searches'
 # timings, and was scaled 0.76-0.79x for a machine that had not moved (docs/benchmarks.md).

@@ -144,7 +144,7 @@ def test_a_baseline_from_history_trains_no_baseline(first, tmp_path):
         record = result.baseline
         if name == "from-mlflow":  # this tool's run of this task here: its clock is ours,
             assert "its recorded training time" in printed, printed  # checked against today's
-            # its step as its search timed it right after it trained, on its MLflow run too
+            # its step as its search timed it before it trained, on its MLflow run too
             assert run.data.metrics["clock_step_s"] == first.baseline["clock_step_s"] > 0
             assert record["recorded_step_s"] == pytest.approx(first.baseline["clock_step_s"])
             assert record["drift"] == pytest.approx(

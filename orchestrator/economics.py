@@ -49,7 +49,7 @@ from orchestrator.curves import first_at
 from orchestrator.history_baseline import drifted
 from orchestrator.records import TrialRecord
 from trainables.config import SPEED_ONLY, TrialConfig
-from trainables.identity import key_without
+from trainables.identity import LENGTH_SETTINGS, key_without
 from trainables.status import TrialStatus
 
 
@@ -228,7 +228,7 @@ def _run(base: dict | None, rec: TrialRecord) -> str:
 
 def _key(config: dict) -> str:
     """A resolved configuration's run, its length and speed switches aside."""
-    return key_without(config, SPEED_ONLY | {"epochs"})
+    return key_without(config, SPEED_ONLY | LENGTH_SETTINGS)
 
 
 def _measured_runs(measured: dict | None) -> dict[str, float]:

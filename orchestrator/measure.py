@@ -314,7 +314,10 @@ def _train(ctx: StageContext, config: dict, winner_rec: TrialRecord) -> dict:
              if k in config}
     done = [r for r in ctx.book.finished(Role.MEASURED) if r.knobs == shown]
     if not done:  # (a resumed search whose measured run ended before the stage was recorded)
-        trial_ctx = ctx.trial_context(base, ctx.objective, profile=(), time_start=True)
+        # The race's winner stopped inside the stretch its schedule shares with this run's
+        # (trainables/loop/resume.py): its checkpoint is this run's first epochs.
+        trial_ctx = ctx.trial_context(base, ctx.objective, profile=(), time_start=True,
+                                      start_from=winner_rec.checkpoint)
         ctx.book.begin(Role.MEASURED, 1, int(config["epochs"]), base=base)
         ctx.fit(TuneRun(trainable(trial_ctx, ctx.datasets()), shown, num_samples=1,
                         max_concurrent=1,
@@ -330,12 +333,17 @@ def _measurement(ctx: StageContext, rec: TrialRecord, config: dict,
     confirmation it hands over, whose pace (same settings and switches, its own length) the
     summary holds the measured run's against (orchestrator/economics.py `pace_held`)."""
     target = ctx.objective.target
-    point = first_at(rec.curve, target)
+    went_on = int(rec.metrics.get("continued_from") or 0)
+    # A run that went on from the winner's checkpoint: its first epochs are the winner's.
+    curve = [p for p in confirmed.curve if p[0] <= went_on] + rec.curve if went_on \
+        else rec.curve
+    point = first_at(curve, target)
     return {"trial_id": rec.trial_id, "config": config, "epochs": rec.epochs,
+            "continued_from": went_on, "continued_trial": confirmed.trial_id if went_on else None,
             "status": str(rec.status), "train_time_s": rec.metrics.get("train_time_s"),
             "time_to_target_s": point.seconds if point else None,
             "reached": point is not None, "val_score": rec.metrics.get("val_score"),
-            "best_score": best_score(rec.curve), "curve": rec.curve,
+            "best_score": best_score(curve), "curve": curve,
             "first_use_s": rec.metrics.get("first_use_s"), "target": target,
             "samples_per_s": rec.metrics.get("samples_per_s"),
             "confirmed_samples_per_s": confirmed.metrics.get("samples_per_s"),
@@ -347,6 +355,9 @@ def describe(measured: dict, target: float, own: str) -> str:
         f"measured by {measured.get('search')}"
     if measured.get("confirmation"):
         how = "as exported: its confirmation ran them, to the target at its last"
+    elif measured.get("continued_from"):
+        how = (f"as exported, the first {measured['continued_from']} its contender's "
+               f"({measured['continued_trial']}), which it went on from")
     if not measured["reached"]:
         best = measured.get("best_score")
         shown_best = "nothing validated" if best is None else f"best {best:.4f}"

@@ -69,6 +69,9 @@ class TrialRecord:
     curve when the stopper cut it, or to the target after all its epochs (the stopper's
     `behind`, orchestrator/stopper.py); None when it did not. Journalled with the trial, so a
     resumed search learns from a miss as the live one did."""
+    checkpoint: str | None = None
+    """Its last checkpoint (a path, or a URI off this machine's disk): the race's winner's is
+    where its measured run goes on from (orchestrator/measure.py)."""
 
     def __post_init__(self) -> None:  # the journal gives words; the record holds their enums
         self.status, self.role = TrialStatus(self.status), Role(self.role)

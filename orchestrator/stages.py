@@ -99,7 +99,7 @@ class StageContext:
 
     def trial_context(self, base: dict, objective, profile: tuple[str, ...] = (),
                       ledger: Any = None, measure_noise: bool = False,
-                      time_start: bool = True):
+                      time_start: bool = True, start_from: str | None = None):
         """What every trial of one Tune run shares. Each trial warms its process up before its
         clock starts (its profile, or a few timed steps of its own config: `time_start`), so
         the first-use costs of a process are outside every trial's training time alike."""
@@ -112,4 +112,4 @@ class StageContext:
             storage_path=str(self.folder.train_storage), objective=objective,
             always_use_worker_group=self.spec.always_use_worker_group,
             placement=self.spec.placement, ledger=ledger, profile=profile,
-            measure_noise=measure_noise, time_start=time_start)
+            measure_noise=measure_noise, time_start=time_start, start_from=start_from)

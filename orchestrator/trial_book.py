@@ -70,6 +70,14 @@ def prediction_metrics(rec: TrialRecord) -> dict[str, float]:
     return out
 
 
+def checkpoint_uri(checkpoint) -> str | None:
+    """Where a Tune checkpoint lies: its path on this machine's disk, else its URI."""
+    if checkpoint is None:
+        return None
+    kind = getattr(checkpoint.filesystem, "type_name", "local")
+    return checkpoint.path if kind == "local" else f"{kind}://{checkpoint.path}"
+
+
 def _positive(value) -> bool:
     return isinstance(value, (int, float)) and value == value and value > 0
 
@@ -251,6 +259,7 @@ class TrialBook(Callback):
             return
         self._ensure(trial)
         rec = self.records[trial.trial_id]
+        rec.checkpoint = checkpoint_uri(getattr(trial, "checkpoint", None))
         status, reason = rec.status, rec.reason
         # A trial that ends while still 'running' was stopped by a stopper, the scheduler or
         # the budget.

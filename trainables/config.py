@@ -13,7 +13,7 @@ from typing import Any
 from trainables.fields import check_fields
 
 PRECISIONS = ("fp32", "bf16-mixed", "fp16-mixed")
-SCHEDULES = ("onecycle", "cosine", "constant")
+SCHEDULES = ("onecycle", "cosine", "constant", "wsd")
 LOOPS = ("optimized", "legacy")
 LR_SCALINGS = ("sqrt", "linear", "none")
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune")
@@ -73,8 +73,13 @@ class TrialConfig:
     weight_decay: float = 1e-4
     """AdamW weight decay."""
     schedule: str = "onecycle"
-    """Learning-rate schedule: 'onecycle' (warm-up, then cosine decay), 'cosine' or 'constant'.
-    A pure function of step."""
+    """Learning-rate schedule: 'onecycle' (warm-up, then cosine decay), 'cosine', 'constant' or
+    'wsd' (warm-up, the peak, then a cosine decay over the last fifth). A pure function of step
+    (trainables/loop/schedules.py)."""
+    warmup_epochs: float | None = None
+    """'wsd' only: epochs of its linear warm-up; None: a quarter of `epochs`. Counted in epochs,
+    not in a share of the run, so runs of any length with the same warm-up agree step for step
+    until the shorter one decays: the measure stage goes on from the race's checkpoint."""
     accum_steps: int = 1
     """Gradient accumulation: optimizer steps once every N micro-batches (same samples, fewer steps)."""
     grad_clip: float | None = None
@@ -161,6 +166,11 @@ class TrialConfig:
         need(self.checkpoint_every >= 0, "checkpoint_every must be >= 0 (0 disables it)")
         need(self.early_stop_patience >= 0, "early_stop_patience must be >= 0 (0 disables it)")
         need(self.grad_clip is None or self.grad_clip > 0, "grad_clip must be > 0 or null")
+        need(self.warmup_epochs is None or self.warmup_epochs > 0,
+             f"warmup_epochs must be > 0 or null (got {self.warmup_epochs})")
+        need(self.warmup_epochs is None or self.schedule == "wsd",
+             f"warmup_epochs is the 'wsd' schedule's warm-up; schedule is {self.schedule!r}: "
+             "set schedule: wsd, or drop warmup_epochs")
         for name, value, allowed in (
             ("precision", self.precision, PRECISIONS),
             ("schedule", self.schedule, SCHEDULES),

@@ -4,7 +4,7 @@ A configuration is a flat mapping of trial settings (trainables/config.py). Sear
 them at several grains, coarse to fine:
 
     model_key     the same model: ignores speed-only switches, the batch (and accumulation),
-                  the length (`epochs`) and the precision. Width, patch, lr, schedule... decide.
+                  the length (`epochs`, `warmup_epochs`) and the precision. Width, patch, lr, schedule... decide.
     learning_key  the same model at the same precision: ignores speed-only switches, the batch
                   and the length. What a miss rules out (a run that learns no more).
     twin_key      the same run at any precision: ignores speed-only switches and precision.
@@ -16,7 +16,9 @@ them at several grains, coarse to fine:
 Each coarser key is a function of the finer ones: two configurations with equal `config_key`
 have equal keys at every grain (tests/trainables/test_identity.py holds them to it). A key is
 a canonical string (sorted JSON, numpy scalars as their values), so it is a dict key, a
-journal field and a file line alike.
+journal field and a file line alike. A setting added after searches began recording
+(`ADDED_LATER`) keys at its default as if absent: what earlier searches recorded under a
+configuration is still found under it.
 """
 
 from __future__ import annotations
@@ -29,6 +31,12 @@ from trainables.config import SPEED_ONLY, STATISTICAL
 
 PRECISION = "precision"
 LENGTH = "epochs"
+# The length's own settings: a schedule's warm-up in epochs is planned with its length (the race
+# warms a contender up over a quarter of its plan, which its batch sets).
+LENGTH_SETTINGS = frozenset({LENGTH, "warmup_epochs"})
+# Settings added since searches began recording, at their defaults: a record made before one was
+# added is the configuration with it at its default.
+ADDED_LATER = {"warmup_epochs": None}
 
 
 def canonical(values: dict[str, Any]) -> str:
@@ -45,14 +53,20 @@ def without(config: dict[str, Any], ignored: Collection[str]) -> dict[str, Any]:
 
 
 # -- the settings each grain keeps ----------------------------------------------------------
+def as_recorded(config: dict[str, Any]) -> dict[str, Any]:
+    """`config` without the settings added later that it holds at their defaults."""
+    return {k: v for k, v in config.items()
+            if k not in ADDED_LATER or _plain(v) != ADDED_LATER[k]}
+
+
 def run_of(config: dict[str, Any]) -> dict[str, Any]:
     """What `config` trains, its speed-only switches aside."""
-    return without(config, SPEED_ONLY)
+    return without(as_recorded(config), SPEED_ONLY)
 
 
 def learning_of(config: dict[str, Any]) -> dict[str, Any]:
     """The settings that decide what is learned per sample: its run, batch and length aside."""
-    return without(config, SPEED_ONLY | STATISTICAL | {LENGTH})
+    return without(as_recorded(config), SPEED_ONLY | STATISTICAL | LENGTH_SETTINGS)
 
 
 def model_of(config: dict[str, Any]) -> dict[str, Any]:
@@ -64,7 +78,7 @@ def model_of(config: dict[str, Any]) -> dict[str, Any]:
 # -- the keys ---------------------------------------------------------------------------------
 def config_key(config: dict[str, Any]) -> str:
     """The same configuration: every setting."""
-    return canonical(config)
+    return canonical(as_recorded(config))
 
 
 def run_key(config: dict[str, Any]) -> str:
@@ -90,13 +104,13 @@ def model_key(config: dict[str, Any]) -> str:
 def step_key(config: dict[str, Any]) -> str:
     """The same step: every setting but the run's length and seed, which a step's time does not
     depend on (a search's clock is one step's time: orchestrator/history_baseline.py)."""
-    return key_without(config, ("epochs", "seed"))
+    return key_without(config, LENGTH_SETTINGS | {"seed"})
 
 
 def key_without(config: dict[str, Any], ignored: Collection[str]) -> str:
     """The configuration but the `ignored` settings (the screen groups candidates that differ
     only in the switches it times: a config and its variants share this key)."""
-    return canonical(without(config, ignored))
+    return canonical(without(as_recorded(config), ignored))
 
 
 def ledger_key(knobs: dict[str, Any], base_seed: int) -> str:

@@ -61,6 +61,7 @@ from orchestrator.curves import first_at
 from orchestrator.evidence import LIKELY, Evidence
 from orchestrator.screen.predict import epochs_to_target
 from trainables.loop.state import validated
+from trainables.loop.task import schedules_by_setting
 from trainables.status import TrialStatus
 
 # Nothing is judged before this fraction of a contender's schedule: earlier, the lr warms up and
@@ -115,6 +116,24 @@ POINTS_PER_RUN = 16
 # `RUNG`, `DECIDE_AT` and the cadence shrink in proportion (`horizon`): the race decides
 # halfway to the target, as it does on shorter jobs.
 HALFWAY = 0.5
+# A contender trains warmup-stable-decay (trainables/loop/schedules.py) with onecycle's warm-up,
+# over this share of its plan, counted in epochs. Through the warm-up, where the race reads it
+# (it decides by `DECIDE_AT` of its plan), it learns as on onecycle; after it the peak holds
+# until the last fifth of whatever length it runs. So the winner's measured run, E epochs on
+# the same warm-up, is the contender continued: it goes on from the contender's checkpoint
+# (trainables/loop/resume.py) and trains E - d epochs, not E. On unet3d at 32 epochs such a run
+# ended higher than onecycle's at E on each of 3 seeds, and at the target on all 3 where
+# onecycle's did on 1 (benchmarks/schedule_branch.py, docs/benchmarks.md).
+WARMUP_SHARE = 0.25
+
+
+def contender_schedule(config: dict, planned: int, task) -> dict:
+    """The schedule settings of a contender of `config` planned for `planned` epochs:
+    warmup-stable-decay with onecycle's warm-up where it would train onecycle, the built-in
+    schedule (`task`'s lr follows the settings); else none, its own schedule as given."""
+    if config.get("schedule", "onecycle") != "onecycle" or not schedules_by_setting(task):
+        return {}
+    return {"schedule": "wsd", "warmup_epochs": WARMUP_SHARE * planned}
 
 
 def horizon(baseline: dict, target: float) -> float:

@@ -28,7 +28,7 @@ import time
 from orchestrator import history_baseline, measure
 from orchestrator.records import Role, TrialRecord
 from orchestrator.screen import predict as predictor
-from orchestrator.screen import screening
+from orchestrator.screen import race, screening
 from orchestrator.screen.confirm import Settled, run_confirmations, settle, teach_finished
 from orchestrator.screen.knowledge import (BASELINE, CONFIRM, MEASURED, SCREEN, SEARCH,
                                            WHOLE_SCREEN, Knowledge, model_identity)
@@ -59,6 +59,7 @@ class ScreenStrategy(Strategy):
         self.predictions: list[predictor.Prediction] = []
         self.settled = Settled()
         self._knowledge: Knowledge | None = None
+        self._task: tuple | None = None  # (what the trials train,), once resolved
 
     def stages(self, objective) -> tuple[Stage, ...]:
         return Stage.SCREEN, Stage.PREDICT, Stage.CONFIRM, Stage.MEASURE
@@ -238,8 +239,15 @@ class ScreenStrategy(Strategy):
         return [*ctx.prepared.searched, *varied]
 
     def trial_knobs(self, ctx: StageContext, prediction: predictor.Prediction) -> dict:
+        """What a confirmation of `prediction` trains besides the fixed settings: its knobs,
+        its planned epochs and, in a race, its schedule (`race.contender_schedule`)."""
         config = prediction.trial_config
-        return {k: config[k] for k in [*self.knobs(ctx), "epochs"] if k in config}
+        knobs = {k: config[k] for k in [*self.knobs(ctx), "epochs"] if k in config}
+        if ctx.spec.confirm != "race":
+            return knobs
+        if self._task is None:
+            self._task = (ctx.task(),)
+        return knobs | race.contender_schedule(config, int(config["epochs"]), self._task[0])
 
     # -- confirm ------------------------------------------------------------------------------
     def _settle(self, ctx: StageContext) -> Settled:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import math
 
 import pytest
@@ -162,6 +163,62 @@ def test_a_restarted_worker_resumes_from_the_last_checkpoint(tiny_npz):
     assert final["restarts"] == 1 and final["status"] == "completed"
     assert final["optimizer_steps"] == 4 * (240 // 16)
     assert final["train_time_s"] > first[-1]["train_time_s"]  # timers carry over
+
+
+def _checkpointed(tiny_npz, epochs: int, **settings) -> tuple[list[dict], list[dict]]:
+    """(each epoch's checkpoint, each epoch's report) of a whole run."""
+    saved: list[dict] = []
+    reports: list[dict] = []
+    fit_local(tiny_npz, epochs=epochs, io_overrides={  # a copy, as a saved file is
+        "save_checkpoint": lambda state, m: (saved.append(copy.deepcopy(state)),
+                                             reports.append(m))},
+        **settings)
+    return saved, reports
+
+
+WSD = dict(TINY, schedule="wsd", warmup_epochs=1.0, patch_size=8)
+
+
+def test_a_run_that_goes_on_from_a_longer_plans_checkpoint_is_the_whole_run(tiny_npz):
+    # A 6-epoch contender on wsd stopped after epoch 2; the 4-epoch run with its warm-up goes on
+    # from there. Epoch for epoch it is the 4-epoch run trained whole (same losses, same scores):
+    # the measured run of the race's winner (orchestrator/measure.py). Random crops (patch 8 of
+    # 16) check that the crop generator goes on too.
+    contender, _ = _checkpointed(tiny_npz, 6, **WSD)
+    _, whole = _checkpointed(tiny_npz, 4, **WSD)
+    went_on: list[dict] = []
+    fit_local(tiny_npz, epochs=4, io_overrides={
+        "save_checkpoint": lambda state, m: went_on.append(m),
+        "load_checkpoint": lambda: {**contender[1], "continued": True}}, **WSD)
+    assert [m["epoch"] for m in went_on] == [3, 4]
+    for mine, theirs in zip(went_on, whole[2:], strict=True):
+        assert mine["train_loss"] == pytest.approx(theirs["train_loss"], rel=1e-5)
+        assert mine["val_score"] == pytest.approx(theirs["val_score"], rel=1e-5)
+        assert mine["lr"] == pytest.approx(theirs["lr"], rel=1e-9)
+    assert went_on[-1]["continued_from"] == 2 and went_on[-1]["restarts"] == 0
+    assert went_on[-1]["optimizer_steps"] == whole[-1]["optimizer_steps"]
+    assert went_on[-1]["train_time_s"] > contender[1]["state"]["train_time"]  # one clock
+
+
+ONECYCLE = dict(WSD, schedule="onecycle", warmup_epochs=None)
+
+
+@pytest.mark.parametrize(("checkpoint_epoch", "before", "settings", "why"), [
+    (4, WSD, WSD, "left this run's"),  # the 6-epoch plan decays from 4.0 epochs: past this run's
+    (2, ONECYCLE, ONECYCLE, "left this run's"),  # onecycle warms up over a share of its length
+    (2, dict(WSD, lr=2e-2), WSD, "another configuration")])
+def test_a_run_trains_from_scratch_where_the_checkpoint_is_not_its_first_epochs(
+        tiny_npz, checkpoint_epoch, before, settings, why):
+    from trainables.loop.resume import why_not_continued
+
+    contender, _ = _checkpointed(tiny_npz, 6, **before)
+    saved = contender[checkpoint_epoch - 1]
+    assert why in why_not_continued(TrialConfig(epochs=5, **settings), saved, 240 // 16)
+    reports: list[dict] = []
+    fit_local(tiny_npz, reports, epochs=5, io_overrides={
+        "load_checkpoint": lambda: {**saved, "continued": True}}, **settings)
+    assert [m["epoch"] for m in reports] == [1, 2, 3, 4, 5]
+    assert reports[-1]["continued_from"] == 0
 
 
 def test_legacy_and_optimized_loops_reach_comparable_accuracy(tiny_npz):

@@ -22,6 +22,7 @@ from trainables.data.arrays import DataMeta
 from trainables.data.crops import crop_batch
 from trainables.loop.io import LoopIO
 from trainables.loop.memory import SavedTensorMeter
+from trainables.loop.resume import why_not_continued
 from trainables.loop.state import LoopState, epoch_metrics
 from trainables.loop.switches import autocast, memory_format_for, sync
 from trainables.loop.task import OptimizerConfig, optimizer_and_schedule, task_for
@@ -50,6 +51,9 @@ def fit(cfg: TrialConfig, meta: DataMeta, io: LoopIO) -> dict:
     # ---- model ----------------------------------------------------------------------------------
     raw_model = task.model(cfg, meta).to(device, memory_format=memory_format)
     resume = io.load_checkpoint()
+    if resume is not None and resume.get("continued") and \
+            why_not_continued(cfg, resume, io.steps_per_epoch) is not None:
+        resume = None  # another run's, not this one's first epochs: from scratch
     if resume is not None:
         raw_model.load_state_dict(resume["model"])  # before DDP/compile wrap their copies
     model = io.wrap_model(raw_model)
@@ -62,7 +66,7 @@ def fit(cfg: TrialConfig, meta: DataMeta, io: LoopIO) -> dict:
     st = LoopState()
     if resume is not None:
         step.load_state_dict(resume)
-        st = LoopState.resumed(resume["state"])
+        st = LoopState.resumed(resume["state"], continued=bool(resume.get("continued")))
 
     metrics: dict = {}
     for epoch in range(st.epoch + 1, cfg.epochs + 1):
@@ -108,7 +112,7 @@ def run_epoch(cfg: TrialConfig, meta: DataMeta, io: LoopIO, step: TrainStep, st:
                             status=status)
     if io.save_checkpoint and cfg.checkpoint_every and epoch % cfg.checkpoint_every == 0:
         io.save_checkpoint({"model": raw_model.state_dict(), **step.state_dict(),
-                            "state": st.to_dict()}, metrics)
+                            "state": st.to_dict(), "config": cfg.to_dict()}, metrics)
     else:
         io.report(metrics)
     return metrics
@@ -228,11 +232,15 @@ class TrainStep:
             self.scheduler.step()
 
     def state_dict(self) -> dict:
+        # The crop generator too: a run that goes on draws the crops the whole run would have.
         return {"optimizer": self.optimizer.state_dict(), "scaler": self.scaler.state_dict(),
+                "crop_gen": self.crop_gen.get_state(),
                 **({"scheduler": self.scheduler.state_dict()} if self.scheduler else {})}
 
     def load_state_dict(self, saved: dict) -> None:
         self.optimizer.load_state_dict(saved["optimizer"])
         self.scaler.load_state_dict(saved["scaler"])
+        if "crop_gen" in saved:
+            self.crop_gen.set_state(saved["crop_gen"])
         if self.scheduler is not None and "scheduler" in saved:
             self.scheduler.load_state_dict(saved["scheduler"])

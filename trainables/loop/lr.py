@@ -11,8 +11,8 @@ your own, whose lr is then used as given), by a documented rule:
     none:    lr as given
 
 `batch` is the global batch per optimizer step (batch_size * accum_steps). A scaled-up lr needs
-a warm-up: 'onecycle' has one built in; 'cosine' and 'constant' get a linear warm-up over the
-first `WARMUP_FRAC` of the steps whenever the rule raises the lr.
+a warm-up: 'onecycle' and 'wsd' have one built in; 'cosine' and 'constant' get a linear warm-up
+over the first `WARMUP_FRAC` of the steps whenever the rule raises the lr.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from trainables.loop.schedules import lr_multiplier
 from trainables.workloads import WORKLOADS
 
 WARMUP_FRAC = 0.05
+BUILT_IN_WARMUP = ("onecycle", "wsd")
 
 
 def lr_factor(cfg: TrialConfig) -> float:
@@ -48,11 +49,14 @@ def scaled_lr(cfg: TrialConfig) -> float:
 def schedule_multiplier(cfg: TrialConfig, total_steps: int):
     """The schedule as a function of the optimizer step, with a warm-up where the scaled lr needs
     one (onecycle warms up already)."""
-    warm = cfg.schedule != "onecycle" and lr_factor(cfg) > 1.0
+    warm = cfg.schedule not in BUILT_IN_WARMUP and lr_factor(cfg) > 1.0
     warm_steps = max(1, int(WARMUP_FRAC * total_steps))
+    # wsd's warm-up is counted in epochs of its own: the same at any length (schedules.py).
+    ramp = None if cfg.warmup_epochs is None else \
+        cfg.warmup_epochs * total_steps / cfg.epochs
 
     def multiplier(step: int) -> float:
-        base = lr_multiplier(cfg.schedule, step, total_steps)
+        base = lr_multiplier(cfg.schedule, step, total_steps, warmup_steps=ramp)
         if warm and step < warm_steps:
             return base * (step + 1) / warm_steps
         return base

@@ -41,6 +41,9 @@ class LoopState:
     """Activation memory of one training step (saved for backward; `loop.memory`)."""
     restarts: int = 0
     """Times this trial resumed from a checkpoint after its worker died."""
+    continued_from: int = 0
+    """The epoch of another run's checkpoint this one went on from (its first epochs are that
+    run's: trainables/loop/resume.py); 0: trained from its start."""
     val: dict = field(default_factory=lambda: {"val_loss": math.nan, "val_score": 0.0})
     """The last validation's metrics."""
     val_epoch: int = 0
@@ -51,10 +54,14 @@ class LoopState:
         return dataclasses.asdict(self)
 
     @classmethod
-    def resumed(cls, saved: dict) -> LoopState:
-        """The state a checkpoint saved, counting this restart."""
+    def resumed(cls, saved: dict, continued: bool = False) -> LoopState:
+        """The state a checkpoint saved, counting this restart; `continued`: another run's
+        checkpoint this one goes on from, not a restart."""
         state = cls(**saved)
-        state.restarts += 1
+        if continued:
+            state.continued_from, state.restarts = state.epoch, 0
+        else:
+            state.restarts += 1
         return state
 
 
@@ -97,6 +104,7 @@ def epoch_metrics(cfg: TrialConfig, st: LoopState, *, train_loss: float, world_s
         "peak_mem_mb": peak_memory_mb(device),
         "activation_mb": st.activation_mb,
         "restarts": st.restarts,
+        "continued_from": st.continued_from,
         "status": str(status or TrialStatus.RUNNING),
         "done": done,
     }

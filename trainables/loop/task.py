@@ -202,6 +202,12 @@ class ModelTask:
         return getattr(self._rest, name)
 
 
+def schedules_by_setting(task) -> bool:
+    """Whether `task`'s learning rate follows the trial's `schedule` setting: the built-in
+    rest's (a built-in workload, or your model with it), not an optimizer of your own."""
+    return task is None or isinstance(task, (BuiltinTask, ModelTask))
+
+
 def task_for(cfg_workload: str, kind: str, builder: ModelBuilder | None = None,
              task: Any = None):
     """The task a trial trains: yours, else your model with the built-in rest, else the

@@ -56,6 +56,9 @@ class TrialContext:
     ledger: Any = None
     """The search's Ledger actor (trainables/trial/ledger.py): a configuration already run
     reports its recorded result instead of training; None trains every trial."""
+    start_from: str | None = None
+    """A checkpoint each trial goes on from where it shares its first epochs (the measured
+    run: the race's winner's, orchestrator/measure.py); None trains from scratch."""
 
 
 def trial_config(ctx: TrialContext, sampled: dict[str, Any]) -> TrialConfig:
@@ -112,7 +115,8 @@ def run_trial(sampled: dict[str, Any], ctx: TrialContext, datasets: dict) -> Non
     plan = TrialPlan(cfg=cfg, meta=ctx.meta, n_train=ctx.n_train,
                      threads=ctx.resources.threads(cfg.workers),
                      task=ctx.task, profile=trial_profile(ctx, sampled),
-                     measure_noise=ctx.measure_noise, time_start=ctx.time_start)
+                     measure_noise=ctx.measure_noise, time_start=ctx.time_start,
+                     start_from=ctx.start_from)
     if not in_process(ctx, cfg):
         _in_group(ctx, cfg, plan, datasets)
         return

@@ -59,6 +59,10 @@ class TrialPlan:
     """Time the config's steady step before training (`start_step_s`), as the profile does for
     its pick: the process's warm-up before the clock starts (first_use_s), and what a
     prediction made from the screen is checked against, in this process."""
+    start_from: str | None = None
+    """Another run's checkpoint (a path or URI) to go on from where it shares this run's first
+    epochs (trainables/loop/resume.py): the race's winner, measured (orchestrator/measure.py).
+    A checkpoint of this trial's own (a restart) comes first."""
 
 
 @dataclass
@@ -173,13 +177,18 @@ class TrialRun:
             self.report(metrics, checkpoint)
 
     def load_checkpoint(self) -> dict | None:
-        checkpoint = self.session.get_checkpoint()
+        """This trial's last checkpoint (a restart), else the one it goes on from (marked
+        `continued`), else None."""
+        checkpoint, continued = self.session.get_checkpoint(), False
+        if checkpoint is None and self.plan.start_from:
+            checkpoint, continued = self.session.checkpoint_cls(self.plan.start_from), True
         if checkpoint is None:
             return None
         with checkpoint.as_directory() as folder:
             # weights_only: tensors and plain values only, never arbitrary unpickling.
-            return torch.load(os.path.join(folder, CHECKPOINT_FILE), map_location=self.device,
-                              weights_only=True)
+            saved = torch.load(os.path.join(folder, CHECKPOINT_FILE), map_location=self.device,
+                               weights_only=True)
+        return {**saved, "continued": True} if continued else saved
 
     def wrap(self, model: nn.Module) -> nn.Module:
         self.trained = model  # both loops hand their raw model here first

@@ -52,6 +52,7 @@ from typing import Any
 from orchestrator.curves import best_score, first_at
 from orchestrator.evidence import learns_no_more
 from orchestrator.records import Role, TrialRecord
+from orchestrator.screen import race
 from orchestrator.stages import StageContext
 from orchestrator.stopper import validation_gate
 from orchestrator.tune_runs import TuneRun, trainable
@@ -114,6 +115,8 @@ def exported(ctx: StageContext, rec: TrialRecord, epochs: int) -> dict[str, Any]
     config = {**ctx.prepared.base, **rec.knobs, **rec.picks, "epochs": int(epochs)}
     defaults = TrialConfig().to_dict()
     config |= {k: defaults[k] for k in SEARCH_ONLY}
+    if "warmup_epochs" in rec.knobs:  # the race's schedule, where it suits `epochs`
+        config |= race.schedule_for(config, ctx.prepared.base)
     return TrialConfig.from_dict(config).to_dict()
 
 

@@ -182,7 +182,8 @@ def settle(predictions: list[predictor.Prediction], knowledge: Knowledge, eviden
     for pred in predictions:
         if not pred.predicted_speedup > 1.0:
             continue  # predicted no faster than the baseline: not worth a trial
-        earlier = knowledge.confirmed(pred.trial_config, target, besides=own)
+        earlier = knowledge.confirmed({**pred.trial_config, **knobs_of(pred)}, target,
+                                      besides=own)
         if earlier is None:
             out.todo.append(pred)
             continue

@@ -60,6 +60,7 @@ from dataclasses import dataclass
 from orchestrator.curves import first_at
 from orchestrator.evidence import LIKELY, Evidence
 from orchestrator.screen.predict import epochs_to_target
+from trainables.loop.schedules import DECAY_SHARE
 from trainables.loop.state import validated
 from trainables.loop.task import schedules_by_setting
 from trainables.status import TrialStatus
@@ -134,6 +135,17 @@ def contender_schedule(config: dict, planned: int, task) -> dict:
     if config.get("schedule", "onecycle") != "onecycle" or not schedules_by_setting(task):
         return {}
     return {"schedule": "wsd", "warmup_epochs": WARMUP_SHARE * planned}
+
+
+def schedule_for(config: dict, base: dict) -> dict:
+    """The schedule a contender's configuration is handed over with at its `epochs`: the
+    race's, where its warm-up ends before its decay begins; else the one it replaced (the
+    search's own, onecycle), which warms up over a quarter of any length: a 7-epoch run on a
+    contender's 7.75-epoch warm-up would never reach its peak, and missed (0.79 where the
+    whole plan reached 1.0)."""
+    if config["warmup_epochs"] < (1 - DECAY_SHARE) * int(config["epochs"]):
+        return {}
+    return {"schedule": base.get("schedule", "onecycle"), "warmup_epochs": None}
 
 
 def horizon(baseline: dict, target: float) -> float:

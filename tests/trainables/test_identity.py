@@ -19,6 +19,9 @@ CHANGES = {
     "precision": ({"precision": "fp32"}, {"twin", "model"}),
     "batch": ({"batch_size": 8}, {"learning", "model"}),
     "epochs": ({"epochs": 20}, {"learning", "model", "step"}),
+    # The race's warm-up is planned with a contender's length (a quarter of its plan).
+    "warmup": ({"schedule": "wsd", "warmup_epochs": 5.0}, set()),
+    "warmup_epochs": ({"warmup_epochs": 3.0}, {"learning", "model", "step"}),
     "width": ({"width": 0.5}, set()),
 }
 KEYS = {"config": config_key, "run": run_key, "twin": twin_key, "learning": learning_key,
@@ -54,3 +57,13 @@ def test_keys_are_canonical_whatever_the_order_and_numpy_scalars():
     assert step_key({**BASE, "seed": 5}) == step_key(BASE)  # a step's time has no seed
     assert ledger_key({"lr": 0.1}, 0) != ledger_key({"lr": 0.1}, 1)
     assert ledger_key({"lr": 0.1, "seed": 3}, 0) == ledger_key({"lr": 0.1, "seed": 3}, 9)
+
+
+def test_a_setting_added_later_keys_at_its_default_as_if_absent():
+    # Records made before `warmup_epochs` existed hold no such setting: what earlier searches
+    # recorded under a configuration is still found under it.
+    later = {**BASE, "warmup_epochs": None}
+    for fn in KEYS.values():
+        assert fn(later) == fn(BASE)
+    assert key_without(later, {"channels_last"}) == key_without(BASE, {"channels_last"})
+    assert config_key({**BASE, "warmup_epochs": 3.0}) != config_key(BASE)

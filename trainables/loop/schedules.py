@@ -35,11 +35,13 @@ def lr_multiplier(schedule: str, step: int, total_steps: int, warmup_frac: float
             return START + (1 - START) * progress / warmup_frac
         return _decay((progress - warmup_frac) / (1 - warmup_frac))
     if schedule == "wsd":
-        warmup = warmup_frac * last if warmup_steps is None else warmup_steps
+        # At most the run's first 4/5: a run shorter than its warm-up still decays.
+        warmup = min(warmup_frac * last if warmup_steps is None else warmup_steps,
+                     (1 - DECAY_SHARE) * last)
         if step < warmup:
             return START + (1 - START) * step / warmup
-        decay_from = max(warmup, (1 - DECAY_SHARE) * last)
-        if step < decay_from or decay_from >= last:
+        decay_from = (1 - DECAY_SHARE) * last
+        if step < decay_from:
             return 1.0
         return _decay((min(step, last) - decay_from) / (last - decay_from))
     raise ValueError(f"unknown schedule {schedule!r}")

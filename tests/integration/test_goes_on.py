@@ -1,0 +1,72 @@
+"""The winner's measured run goes on from its race checkpoint and is the run handed over.
+
+A race contender trains warmup-stable-decay with its warm-up counted in epochs
+(orchestrator/screen/race.py `contender_schedule`); the measured run of the winner, E epochs on
+the same warm-up, goes on from the contender's last checkpoint (the race stopped it at d < E,
+inside the stretch both schedules share) and trains E - d epochs. That holds only if it is the
+run a user gets from `best_config.json`: trained whole, through the same Ray trial path, it
+must score the same epoch for epoch. A long job of a tiny model: 40 epochs of 10 steps."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+
+from orchestrator import SearchSpec, jsonl, run_search, train_config
+
+pytestmark = pytest.mark.integration
+
+
+def _ended(folder, role: str) -> list[dict]:
+    return [t for t in jsonl.read(folder / "trials.jsonl") if t["role"] == role and t["ended"]]
+
+
+def test_the_measured_run_goes_on_from_its_contender_and_is_the_run_handed_over(
+        ray_session, tmp_path):
+    from tests.conftest import make_npz, sqlite_store
+
+    data = make_npz(tmp_path / "tiny.npz", n=480, n_val=120)
+    sqlite_store(tmp_path)
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    out = io.StringIO()
+    # A slow lr: the baseline reaches its target late enough in 40 epochs that the winner's
+    # measured run outlasts its contender's warm-up (a quarter of its plan).
+    run_search(SearchSpec(
+        name="long", data=data, strategy="screen", full_epochs=40, num_trials=1,
+        tolerance=0.01, seed=0, space={"precision": ["fp32", "bf16-mixed"]},
+        base={"batch_size": 16, "lr": 3e-4, "patch_size": 12, "width": 0.25,
+              "loader_workers": 0},
+        output_dir=str(tmp_path / "runs"), tracking_uri=uri), out=out)
+    printed = out.getvalue()
+    folder = tmp_path / "runs" / "long"
+    (contender,) = _ended(folder, "trial")
+    assert contender["knobs"]["schedule"] == "wsd", contender["knobs"]
+    assert contender["knobs"]["warmup_epochs"] == contender["knobs"]["epochs"] / 4
+    measured = json.loads((folder / "measured.json").read_text())
+    went_on = measured["continued_from"]
+    assert measured["reached"] and went_on == contender["epochs"], printed
+    assert 0 < went_on < measured["epochs"] and measured["continued_trial"] == \
+        contender["trial_id"]
+    assert f"the first {went_on} its contender's ({contender['trial_id']})" in printed
+    # Its first epochs are the contender's points, on the contender's clock.
+    assert measured["curve"][:went_on] == contender["curve"][:went_on]
+    assert [p[0] for p in measured["curve"]] == list(range(1, measured["epochs"] + 1))
+    run = _ended(folder, "measured")[-1]
+    assert run["metrics"]["restarts"] == 0 and run["curve"][0][0] == went_on + 1
+    assert run["metrics"]["train_time_s"] == measured["train_time_s"] > contender["metrics"][
+        "train_time_s"]
+
+    # What best_config.json hands over, trained whole through the same trial path: the same
+    # scores and losses, epoch for epoch.
+    train_config(folder / "best_config.json", data=data, output_dir=str(tmp_path / "runs"),
+                 tracking_uri=uri, name="whole")
+    (whole,) = [t for t in jsonl.read(tmp_path / "runs" / "whole" / "trials.jsonl")
+                if t["ended"]]
+    assert whole["epochs"] == measured["epochs"]
+    assert [p[0] for p in whole["curve"]] == [p[0] for p in measured["curve"]]
+    assert [p[1] for p in whole["curve"]] == pytest.approx(
+        [p[1] for p in measured["curve"]], rel=1e-5)
+    assert [loss for _, loss in whole["losses"][went_on:]] == pytest.approx(
+        [loss for _, loss in run["losses"]], rel=1e-5)

@@ -3,8 +3,19 @@
 A confirmation trains a configuration on a schedule planned for P epochs and stops it at epoch
 E, the first at the target. What a user runs is `best_config.json`: so the configuration that
 reached the target first is exported with the epochs it needs, E, its schedule planned for them,
-and trained so, from scratch and to its end. That run is the speedup's numerator
-(orchestrator/economics.py): `orchestrator train best_config.json` is the same run.
+and trained so, to its end. That run is the speedup's numerator (orchestrator/economics.py):
+`orchestrator train best_config.json` is the same run.
+
+**It goes on from the race.** A race contender trains warmup-stable-decay with its warm-up in
+epochs (orchestrator/screen/race.py `contender_schedule`); E epochs on the same warm-up take
+the same learning rates step for step until the shorter run decays. So where the race stopped
+the winner after d epochs inside that stretch, its checkpoint is the exported run after d
+epochs: the measured run goes on from it and trains E - d epochs, its clock the contender's
+(trainables/loop/resume.py checks it; anything else trains from scratch). Trained whole, the
+exported run scores the same epoch for epoch (tests/integration/test_goes_on.py). On unet3d at
+32 epochs that is about 10 of its 20 epochs (docs/benchmarks.md). An E too short for the
+contender's warm-up (its decay would begin first) is handed over on the schedule the race
+replaced (`race.schedule_for`), from scratch.
 
 A schedule planned for E epochs anneals by epoch E, where the P-epoch schedule was still at a
 high learning rate, so the run often ends above the target; where it does not (its best

@@ -26,6 +26,7 @@ from trainables.identity import config_key, ledger_key
 from trainables.loop.profile import PICK_PREFIX, START_STEP
 from trainables.loop.state import validated
 from trainables.status import REPEATABLE, TrialStatus, is_out_of_memory_text
+from trainables.trial.reports import CHECKPOINT_KEY, checkpoint_uri
 from trainables.trial.sampling import SYSTEM_KEY
 
 # A decided contender's expected time to the target (its bounds) and epoch, as the race told.
@@ -68,14 +69,6 @@ def prediction_metrics(rec: TrialRecord) -> dict[str, float]:
         if "predicted_at_start_s" in out:
             out["start_prediction_error"] = (out["predicted_at_start_s"] - measured) / measured
     return out
-
-
-def checkpoint_uri(checkpoint) -> str | None:
-    """Where a Tune checkpoint lies: its path on this machine's disk, else its URI."""
-    if checkpoint is None:
-        return None
-    kind = getattr(checkpoint.filesystem, "type_name", "local")
-    return checkpoint.path if kind == "local" else f"{kind}://{checkpoint.path}"
 
 
 def _positive(value) -> bool:
@@ -198,6 +191,7 @@ class TrialBook(Callback):
         if result.get("reason"):
             rec.reason = str(result["reason"])
         rec.picks = picks_of(result) or rec.picks
+        rec.checkpoint = result.get(CHECKPOINT_KEY) or rec.checkpoint
         m = rec.metrics
         # An epoch that skipped validation repeats the last one's metrics (`val_epoch` is
         # theirs): they are no point of this epoch's learning curve, nor of MLflow's val charts.
@@ -259,7 +253,9 @@ class TrialBook(Callback):
             return
         self._ensure(trial)
         rec = self.records[trial.trial_id]
-        rec.checkpoint = checkpoint_uri(getattr(trial, "checkpoint", None))
+        # An in-process trial's checkpoints are Tune's; a worker group's, Ray Train's (its
+        # reports name them).
+        rec.checkpoint = checkpoint_uri(getattr(trial, "checkpoint", None)) or rec.checkpoint
         status, reason = rec.status, rec.reason
         # A trial that ends while still 'running' was stopped by a stopper, the scheduler or
         # the budget.

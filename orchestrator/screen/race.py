@@ -40,7 +40,9 @@ contender trains until its learning curve tells its time to the target well enou
 
 The fastest expected is the answer, and only it trains to the target: the measure stage trains
 it as it is handed over (orchestrator/measure.py), for the epochs its expected ratio needs (its
-schedule planned for them; a longer one where that run ends short). Handing over its
+schedule planned for them; a longer one where that run ends short), going on from where the
+race stopped it (`WARMUP_SHARE`: a contender's schedule shares its first epochs with the
+answer's). Handing over its
 pessimistic bound's epochs instead cost the answer half its speed: unet3d at 32 epochs reached
 the target at epoch 25 of a 52-epoch plan, and trained all 52 (docs/benchmarks.md). The
 fastest is the one fastest per chance of reaching: expected time / `reach` (a race calls a

@@ -23,8 +23,11 @@ def _ended(folder, role: str) -> list[dict]:
     return [t for t in jsonl.read(folder / "trials.jsonl") if t["role"] == role and t["ended"]]
 
 
+# In the trial's own process its checkpoints are Tune's; in a worker group (what a multi-GPU
+# trial is), Ray Train's, which its reports name.
+@pytest.mark.parametrize("group", [False, True], ids=["in-process", "worker-group"])
 def test_the_measured_run_goes_on_from_its_contender_and_is_the_run_handed_over(
-        ray_session, tmp_path):
+        ray_session, tmp_path, group):
     from tests.conftest import make_npz, sqlite_store
 
     data = make_npz(tmp_path / "tiny.npz", n=480, n_val=120)
@@ -37,7 +40,7 @@ def test_the_measured_run_goes_on_from_its_contender_and_is_the_run_handed_over(
         name="long", data=data, strategy="screen", full_epochs=40, num_trials=1,
         tolerance=0.01, seed=0, space={"precision": ["fp32", "bf16-mixed"]},
         base={"batch_size": 16, "lr": 3e-4, "patch_size": 12, "width": 0.25,
-              "loader_workers": 0},
+              "loader_workers": 0}, always_use_worker_group=group,
         output_dir=str(tmp_path / "runs"), tracking_uri=uri), out=out)
     printed = out.getvalue()
     folder = tmp_path / "runs" / "long"
@@ -58,6 +61,8 @@ def test_the_measured_run_goes_on_from_its_contender_and_is_the_run_handed_over(
     assert run["metrics"]["train_time_s"] == measured["train_time_s"] > contender["metrics"][
         "train_time_s"]
 
+    if group:
+        return  # the same run either way: trained whole once, in the trial's own process
     # What best_config.json hands over, trained whole through the same trial path: the same
     # scores and losses, epoch for epoch.
     train_config(folder / "best_config.json", data=data, output_dir=str(tmp_path / "runs"),

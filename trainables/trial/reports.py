@@ -27,6 +27,17 @@ T = TypeVar("T")
 
 # How long the forwarding thread waits for a report before checking whether the fit ended.
 _POLL_S = 0.5
+# Where a worker group's report was checkpointed: Ray Train keeps it, not Tune, so the report
+# names it (a measured run goes on from the race winner's: orchestrator/measure.py).
+CHECKPOINT_KEY = "checkpoint_uri"
+
+
+def checkpoint_uri(checkpoint) -> str | None:
+    """Where a Ray checkpoint lies: its path on this machine's disk, else its URI."""
+    if checkpoint is None:
+        return None
+    kind = getattr(checkpoint.filesystem, "type_name", "local")
+    return checkpoint.path if kind == "local" else f"{kind}://{checkpoint.path}"
 
 
 class ObjectiveReport(ray.train.UserCallback):
@@ -48,6 +59,8 @@ class ObjectiveReport(ray.train.UserCallback):
         system = merge_ranks([r.get(SYSTEM_KEY) for r in metrics])
         if system is not None:
             m[SYSTEM_KEY] = system
+        if checkpoint is not None:
+            m[CHECKPOINT_KEY] = checkpoint_uri(checkpoint)
         self._reports.put(self._objective(m, self._state) if self._objective else m)
 
 

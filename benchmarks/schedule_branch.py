@@ -4,8 +4,9 @@ its length (issue 41, the measure stage's cost).
     python benchmarks/schedule_branch.py                      # unet3d's 32-epoch answer, 3 seeds
     python benchmarks/schedule_branch.py --seeds 0 --epochs 26 --plan 38
 
-The measure stage trains the race's winner again from scratch (orchestrator/measure.py): its
-contender ran a onecycle schedule of P epochs, the answer is handed over at E epochs on a
+The measure stage trained the race's winner again from scratch (orchestrator/measure.py; it now
+goes on from the contender's checkpoint, on the product's `wsd` schedule: this is what decided
+it): its contender ran a onecycle schedule of P epochs, the answer is handed over at E epochs on a
 onecycle schedule of E, and the two share no prefix (onecycle warms up over a quarter of its
 own length). A warmup-stable-decay schedule (Hu et al. 2024, MiniCPM) whose warm-up is the
 P-plan's (a quarter of P, the same ramp as onecycle's), then holds the peak and decays over its

@@ -4,7 +4,8 @@ A configuration is a flat mapping of trial settings (trainables/config.py). Sear
 them at several grains, coarse to fine:
 
     model_key     the same model: ignores speed-only switches, the batch (and accumulation),
-                  the length (`epochs`, `warmup_epochs`) and the precision. Width, patch, lr, schedule... decide.
+                  the length (`epochs`, `warmup_epochs`) and the precision. Width, patch, lr,
+                  schedule... decide.
     learning_key  the same model at the same precision: ignores speed-only switches, the batch
                   and the length. What a miss rules out (a run that learns no more).
     twin_key      the same run at any precision: ignores speed-only switches and precision.

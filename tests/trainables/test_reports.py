@@ -66,3 +66,42 @@ def test_objective_report_scores_rank_zeros_metrics_and_drops_done(queue):
     callback.after_report(None, [{"val_score": 0.7}], None)
     assert queue.get(timeout=10) == {"val_score": 0.5, "objective": 0.5, "reports": 1}
     assert queue.get(timeout=10) == {"val_score": 0.7, "objective": 0.7, "reports": 2}
+
+
+@pytest.fixture
+def taken(ray_session):
+    from ray.util.queue import Queue
+
+    q = Queue(actor_options={"num_cpus": 0})
+    yield q
+    q.shutdown(force=True)
+
+
+def test_the_controller_goes_past_a_report_only_once_tune_took_it(queue, taken):
+    # Ray Train keeps one checkpoint: a group that went on before Tune saw its report would
+    # replace the checkpoint a stop at that report leaves for the measured run.
+    import threading
+
+    callback = ObjectiveReport(queue, None, taken)
+    returned = threading.Event()
+    thread = threading.Thread(target=lambda: (
+        callback.after_report(None, [{"epoch": 1}], None), returned.set()), daemon=True)
+    thread.start()
+    assert queue.get(timeout=10) == {"epoch": 1}
+    assert not returned.wait(timeout=1.0)  # queued, not yet taken
+    taken.put(True)
+    assert returned.wait(timeout=10)
+
+
+def test_each_report_tune_took_is_said_and_a_stopped_one_is_not(queue, taken):
+    def fit():
+        for epoch in range(1, 4):
+            queue.put({"epoch": epoch})
+
+    def report(item):  # Tune stops the trial at its second report: `report` raises
+        if item["epoch"] == 2:
+            raise SystemExit("stopped")
+
+    with pytest.raises(SystemExit):
+        forward_reports(fit, queue, report, taken)
+    assert taken.qsize() == 1

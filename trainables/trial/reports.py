@@ -9,6 +9,13 @@ reports in a queue of our own, and the function thread itself forwards them with
 `ray.tune.report` while the trainer fits in a helper thread: one reporter, in order, nothing
 left behind when the trial returns.
 
+The controller also waits, at each report, until Tune has taken it (`ray.tune.report` returns
+only once Tune chose to go on: a function trial reports synchronously). A trial Tune stops at
+epoch d then stops where Tune saw it, as a trial in its own process does: its Ray Train
+checkpoint of epoch d is the last one, never replaced by the next epoch's (Ray Train keeps one),
+and a measured run can go on from it (orchestrator/measure.py). Without the wait a race winner's
+group had trained on and dropped it before the stop reached it (once in CI).
+
 Every rank's report also carries what that rank sampled of its node (trainables/trial/sampling.py);
 the callback passes them all on with rank 0's metrics, the other ranks' named by rank.
 """
@@ -27,6 +34,9 @@ T = TypeVar("T")
 
 # How long the forwarding thread waits for a report before checking whether the fit ended.
 _POLL_S = 0.5
+# The longest the controller waits for Tune to take a report before it goes on regardless: a
+# stall of the search's driver (its callbacks write every result) must not end in a hang.
+_TAKEN_S = 600.0
 # Where a worker group's report was checkpointed: Ray Train keeps it, not Tune, so the report
 # names it (a measured run goes on from the race winner's: orchestrator/measure.py).
 CHECKPOINT_KEY = "checkpoint_uri"
@@ -44,8 +54,9 @@ class ObjectiveReport(ray.train.UserCallback):
     """Runs in the Train controller: scores rank 0's metrics with the search's objective and
     queues them for `forward_reports`."""
 
-    def __init__(self, reports, objective: Callable[[dict, dict], dict] | None):
+    def __init__(self, reports, objective: Callable[[dict, dict], dict] | None, taken=None):
         self._reports = reports  # a ray.util.queue.Queue (an actor handle: picklable)
+        self._taken = taken  # another: one item per report Tune took (`forward_reports`)
         self._objective = objective
         self._state: dict = {}  # the objective's memory across this trial's reports
 
@@ -62,11 +73,25 @@ class ObjectiveReport(ray.train.UserCallback):
         if checkpoint is not None:
             m[CHECKPOINT_KEY] = checkpoint_uri(checkpoint)
         self._reports.put(self._objective(m, self._state) if self._objective else m)
+        if self._taken is not None:
+            self._wait_until_taken()
+
+    def _wait_until_taken(self) -> None:
+        from ray.util.queue import Empty
+
+        try:
+            self._taken.get(timeout=_TAKEN_S)
+        except Empty:
+            pass  # on, as if Ray's own bridge: the next report may drop this one's checkpoint
+        except Exception:  # noqa: BLE001 - the trial ended and its queue with it: nothing to do
+            pass
 
 
-def forward_reports(fit: Callable[[], T], reports, report: Callable[[dict], None]) -> T:
+def forward_reports(fit: Callable[[], T], reports, report: Callable[[dict], None],
+                    taken=None) -> T:
     """Run `fit` in a helper thread and pass each queued report to `report` from this thread,
-    until `fit` has returned and the queue is empty. Returns what `fit` returned (or raises)."""
+    until `fit` has returned and the queue is empty; once `report` returns, say so on `taken`
+    (where the controller waits: `ObjectiveReport`). Returns what `fit` returned (or raises)."""
     from ray.util.queue import Empty
 
     outcome: dict[str, Any] = {}
@@ -89,7 +114,9 @@ def forward_reports(fit: Callable[[], T], reports, report: Callable[[dict], None
             if finished:
                 break
             continue
-        report(item)
+        report(item)  # raises where Tune stopped the trial: nothing is said, the group waits
+        if taken is not None:
+            taken.put(True)
     if "error" in outcome:
         raise outcome["error"]
     return outcome.get("value")

@@ -147,6 +147,7 @@ def _in_group(ctx: TrialContext, cfg: TrialConfig, plan, datasets: dict) -> None
     # trial's reports with it while its workers restart elsewhere.
     here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
     reports = Queue(actor_options={"num_cpus": 0, "scheduling_strategy": here})
+    taken = Queue(actor_options={"num_cpus": 0, "scheduling_strategy": here})
     group_data, loop_data = group_datasets(datasets, cfg.workers)
     make_trainer = lambda: TorchTrainer(  # noqa: E731 - a fresh trainer per attempt
         train_loop_per_worker,
@@ -163,17 +164,22 @@ def _in_group(ctx: TrialContext, cfg: TrialConfig, plan, datasets: dict) -> None
         run_config=ray.train.RunConfig(
             name=ray.tune.get_context().get_trial_name(),
             storage_path=ctx.storage_path,
-            callbacks=[ObjectiveReport(reports, ctx.objective)],
+            callbacks=[ObjectiveReport(reports, ctx.objective, taken)],
             # No retries by Train: it would retry deterministic failures too (fit_group retries
             # only lost workers or nodes).
             failure_config=ray.train.FailureConfig(max_failures=0),
-            # Only the latest checkpoint is ever resumed from.
+            # Only the latest checkpoint is ever resumed from, or gone on from: the group waits
+            # for Tune to take each report (trainables/trial/reports.py), so it is the one
+            # Tune last saw.
             checkpoint_config=ray.train.CheckpointConfig(num_to_keep=1),
         ),
     )
     try:
-        outcome = forward_reports(lambda: fit_group(make_trainer), reports, ray.tune.report)
+        outcome = forward_reports(lambda: fit_group(make_trainer), reports, ray.tune.report,
+                                  taken)
     finally:
+        # `taken` is left to end with this actor: a group stopped mid-report waits on it until
+        # then, and does not go on to replace the checkpoint Tune stopped it at.
         reports.shutdown(force=True)
     if outcome is not None:
         _report_outcome(ctx, cfg, outcome)

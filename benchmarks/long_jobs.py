@@ -63,9 +63,11 @@ def baseline_run_id(result, uri: str) -> str:
 
 def baseline_wall(result) -> float | None:
     """The wall time of the baseline trial a search trained (its start, every epoch's
-    validation and its end included): one run as its user waits for it."""
+    validation and its end included), less its gradient-noise probes (the search's, not the
+    user's run): one run as its user waits for it."""
     finished, _ = read_journal(Path(result.output_dir) / "trials.jsonl")
-    walls = [r.wall_s for r in finished.values() if r.role == Role.BASELINE and r.wall_s]
+    walls = [r.wall_s - (r.noise_s or 0.0) for r in finished.values()
+             if r.role == Role.BASELINE and r.wall_s]
     return walls[-1] if walls else None
 
 

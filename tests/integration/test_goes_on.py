@@ -5,7 +5,7 @@ A race contender trains warmup-stable-decay with its warm-up counted in epochs
 the same warm-up, goes on from the contender's last checkpoint (the race stopped it at d < E,
 inside the stretch both schedules share) and trains E - d epochs. That holds only if it is the
 run a user gets from `best_config.json`: trained whole, through the same Ray trial path, it
-must score the same epoch for epoch. A long job of a tiny model: 40 epochs of 10 steps."""
+must score the same epoch for epoch. A long job of a tiny model: 24 epochs."""
 
 from __future__ import annotations
 
@@ -36,10 +36,10 @@ def test_the_measured_run_goes_on_from_its_contender_and_is_the_run_handed_over(
     sqlite_store(tmp_path)
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     out = io.StringIO()
-    # A slow lr: the baseline reaches its target late enough in 40 epochs that the winner's
+    # A slow lr: the baseline reaches its target late enough in 24 epochs that the winner's
     # measured run outlasts its contender's warm-up (a quarter of its plan).
     run_search(SearchSpec(
-        name="long", data=data, strategy="screen", full_epochs=40, num_trials=1,
+        name="long", data=data, strategy="screen", full_epochs=24, num_trials=1,
         tolerance=0.01, seed=0, space={"precision": ["fp32", "bf16-mixed"]},
         base={"batch_size": 16, "lr": 3e-4, "patch_size": 12, "width": 0.25,
               "loader_workers": 0}, always_use_worker_group=group,

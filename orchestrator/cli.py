@@ -20,9 +20,9 @@ import os
 import sys
 import typing
 
-import psutil
 import yaml
 
+from orchestrator import IMPORTED_AT
 from orchestrator.api import SearchResult, SearchSpec, resume_search, run_search, train_config
 from orchestrator.errors import InputError, SearchFailed
 from orchestrator.interrupt import SearchInterrupted
@@ -119,8 +119,9 @@ def print_summary(result: SearchResult, out=sys.stdout, wide: bool = False) -> N
 
 def run(args: argparse.Namespace) -> SearchResult | None:
     """Run the parsed command; None for `search --check`, which runs nothing. A search's wall
-    time (and cost) starts when this process did: what the user waits for."""
-    started = psutil.Process().create_time()
+    time (and cost) starts when this process began running our code (`IMPORTED_AT`, before its
+    imports): what the user waits for."""
+    started = IMPORTED_AT
     if args.command == "resume":
         return resume_search(args.dir, started=started)
     if args.command == "train":

@@ -77,14 +77,10 @@ class ObjectiveReport(ray.train.UserCallback):
             self._wait_until_taken()
 
     def _wait_until_taken(self) -> None:
-        from ray.util.queue import Empty
-
         try:
             self._taken.get(timeout=_TAKEN_S)
-        except Empty:
-            pass  # on, as if Ray's own bridge: the next report may drop this one's checkpoint
-        except Exception:  # noqa: BLE001 - the trial ended and its queue with it: nothing to do
-            pass
+        except Exception:  # noqa: BLE001 - not taken in time (on, as Ray's own bridge goes), or
+            pass  # the trial ended and its queue with it: nothing to wait for
 
 
 def forward_reports(fit: Callable[[], T], reports, report: Callable[[dict], None],

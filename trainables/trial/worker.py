@@ -187,9 +187,9 @@ class TrialRun:
         with checkpoint.as_directory() as folder:
             path = os.path.join(folder, CHECKPOINT_FILE)
             if continued and not os.path.isfile(path):
-                # Another run's checkpoint that is gone (Ray Train keeps one a run, and a worker
-                # group's last reported one can be replaced before its run is stopped): this
-                # run trains from scratch rather than fail.
+                # Another run's checkpoint that is gone (its folder cleaned away, or a group
+                # that went on past `_TAKEN_S` replaced it): this run trains from scratch rather
+                # than fail.
                 return None
             # weights_only: tensors and plain values only, never arbitrary unpickling.
             saved = torch.load(path, map_location=self.device, weights_only=True)

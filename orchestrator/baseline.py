@@ -94,6 +94,36 @@ def baseline_config(kind: str, base: dict[str, Any],
     return {**config, **(own or {})}
 
 
+def settings_of(spec, base: dict[str, Any]) -> dict[str, Any] | None:
+    """What the baseline trains, known before any work: its settings as its run will have them
+    (seeds, base), as recorded (a baseline.json) or as your run's params say (runs:/, a CSV);
+    None without a baseline."""
+    from trainables.config import TrialConfig
+
+    kind = resolved_kind(spec)
+    if kind == "none":
+        return None
+    if kind in BASELINES:
+        config = baseline_config(kind, base, spec.baseline_set)
+    elif history_baseline.is_history(kind):
+        history = history_baseline.load(kind, spec.resolved_tracking_uri())
+        config = history_baseline.config_of(history, base, spec.baseline_set)
+    else:
+        config = resolved_config(load_record(kind))
+    known = set(TrialConfig.field_names())  # a record may hold fields this version lacks
+    return {k: v for k, v in config.items() if k in known}
+
+
+def lr_line(base: dict[str, Any], anchored: dict[str, Any]) -> str | None:
+    """The header's line where the trials' lr is scaled from the baseline's
+    (trainables/loop/lr.py: from_baseline)."""
+    if anchored == base:
+        return None
+    return (f"  note: the trials' lr is the baseline's, {anchored['lr']:g} at batch "
+            f"{anchored['lr_reference_batch']}, scaled ({anchored.get('lr_scaling', 'sqrt')}) "
+            "to each trial's batch")
+
+
 def baseline_epochs(spec, config: dict[str, Any]) -> int:
     """match_baseline asks for the accuracy of the user's real run: with `full_epochs` the
     baseline trains that long (the trials may then need as many epochs; the target stopper ends

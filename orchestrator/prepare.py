@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 
 from orchestrator import resources
+from orchestrator.baseline import lr_line, settings_of
 from orchestrator.errors import InputError
 from orchestrator.machine import cpu_model
 from orchestrator.spec import SearchSpec
@@ -23,6 +24,7 @@ from search_spaces.pin import describe_pinned, pin
 from search_spaces.steps import fit_batch_to_shards
 from search_spaces.warm_start import warm_start_points
 from trainables.data.arrays import ArrayData, DataError, with_spatial_dims
+from trainables.loop.lr import from_baseline
 from trainables.loop.profile import PROFILED, switches_to_profile
 from trainables.workloads import workload_data
 
@@ -82,8 +84,13 @@ def _prepare(spec, data, total_cpus, total_gpus, worker_cpus) -> Prepared:
     searched, fixed = resolve_space(spec.space, probe_ctx)
     searched, fixed, pinned = pin(searched, fixed, spec.base)
     base = default_patch({**spec.trial_base(), **fixed}, searched, data)
-    check_inputs(spec.num_trials, searched, data)
     notes: list[str] = []
+    baseline = settings_of(spec, base)
+    if baseline is not None:  # the trials' lr from the baseline's: the run the user tuned
+        anchored = from_baseline(base, baseline)
+        line = lr_line(base, anchored)
+        base, notes = anchored, [line] if line else []
+    check_inputs(spec.num_trials, searched, data)
     if spec.task is not None or spec.model is not None:  # yours: tried on a tiny batch now
         note = check_task(spec.resolved_task(data.meta().task), data, base)
         notes += [note] if note else []

@@ -16,7 +16,7 @@ from orchestrator.importance import importance_lines, knob_importance
 from orchestrator.objective import make_objective, projected_time
 from orchestrator.report import add_baseline_row, projected_economics
 from trainables.config import TrialConfig
-from trainables.loop.lr import lr_factor, scaled_lr, schedule_multiplier
+from trainables.loop.lr import from_baseline, lr_factor, scaled_lr, schedule_multiplier
 
 
 def test_lr_follows_the_batch_by_the_named_rule():
@@ -30,6 +30,31 @@ def test_lr_follows_the_batch_by_the_named_rule():
     assert lr_factor(TrialConfig(batch_size=128, accum_steps=4, lr_scaling="linear")) == 4
     with pytest.raises(ValueError, match="lr_scaling must be one of"):
         TrialConfig(lr_scaling="cubic")
+
+
+def test_a_trial_at_the_baselines_batch_trains_at_the_baselines_lr():
+    # The seeds' baseline: 3e-3 at batch 32, unscaled; the classifier's lr is known at 128.
+    seeds = TrialConfig(workload="classifier", batch_size=32, lr_scaling="none").to_dict()
+    base = {"workload": "classifier", "epochs": 8}
+    anchored = from_baseline(base, seeds)
+    assert anchored == {**base, "lr": 3e-3, "lr_reference_batch": 32}
+    at = {**anchored, "batch_size": 32}
+    assert scaled_lr(TrialConfig(**at)) == pytest.approx(scaled_lr(TrialConfig(**seeds)))
+    assert scaled_lr(TrialConfig(**{**at, "batch_size": 128})) == pytest.approx(6e-3)  # sqrt
+    # Before: the same trial at batch 32 trained at half the baseline's lr.
+    assert scaled_lr(TrialConfig(**base, batch_size=32)) == pytest.approx(1.5e-3)
+    # Gradient accumulation counts in the baseline's batch as in a trial's.
+    accum = TrialConfig(workload="classifier", batch_size=16, accum_steps=4, lr=1e-3,
+                        lr_scaling="none").to_dict()
+    assert from_baseline(base, accum) == {**base, "lr": 1e-3, "lr_reference_batch": 64}
+    # Where the rule already agrees, or you named where your lr was tuned: as it was.
+    agrees = TrialConfig(workload="classifier", batch_size=64).to_dict()
+    assert from_baseline(base, agrees) is base
+    named = {**base, "lr_reference_batch": 128}
+    assert from_baseline(named, seeds) is named
+    # A model of your own keeps its lr as given at any batch: nothing to anchor.
+    own = {"workload": "custom", "lr": 1e-3}
+    assert from_baseline(own, {**own, "batch_size": 32, "lr_scaling": "none"}) is own
 
 
 def test_scaled_up_constant_schedule_warms_up_and_onecycle_keeps_its_own():

@@ -144,3 +144,32 @@ def test_spatial_dims_and_patch_none_from_the_cli(tmp_path, capsys):
     assert code == 2 and "feature vectors (nothing to crop)" in err
     code, out, err = check(capsys, "--data", features, "--spatial-dims", "3")
     assert code == 2 and "cannot be read with spatial_dims=3" in err
+
+
+def test_the_trials_lr_is_scaled_from_the_baselines(tiny_npz, tmp_path):
+    """The seeds' baseline trains lr 3e-3 at batch 32 unscaled: the trials scale from there, so
+    a trial at batch 32 trains what the baseline trains (before, at half its lr: at 60 epochs
+    no classifier candidate reached the baseline's score). A recorded baseline anchors them as
+    the run that recorded it did; the unet3d seeds already agree; a named reference stands."""
+    import json
+
+    from orchestrator.prepare import load_data, prepare
+
+    def base_of(**options):
+        spec = SearchSpec(data=tiny_npz, objective="match_baseline", full_epochs=4, **options)
+        base = prepare(spec, load_data(spec), 2, 0).base
+        return base.get("lr"), base.get("lr_reference_batch")
+
+    assert base_of() == (3e-3, 32)
+    assert base_of(baseline="base") == (None, None)  # the baseline is the trials' own rule
+    assert base_of(baseline="base", baseline_set={"batch_size": 100, "lr_scaling": "none",
+                                                  "lr": 1e-3}) == (1e-3, 100)
+    assert base_of(base={"lr_reference_batch": 128}) == (None, 128)
+    record = tmp_path / "baseline.json"
+    record.write_text(json.dumps({
+        "kind": "seeds", "status": "completed", "val_score": 0.5, "train_time_s": 10.0,
+        "config": {"workload": "classifier", "batch_size": 32, "lr_scaling": "none",
+                   "lr": 2e-3, "an_old_field": 1}}))
+    assert base_of(baseline=str(record)) == (2e-3, 32)
+    unet = SearchSpec(workload="unet3d", objective="match_baseline", full_epochs=4)
+    assert prepare(unet, load_data(unet), 2, 0).base.get("lr_reference_batch") is None

@@ -10,9 +10,12 @@ your own, whose lr is then used as given), by a documented rule:
     sqrt:    lr * sqrt(batch / reference)     (the usual rule for Adam/AdamW; the default)
     none:    lr as given
 
-`batch` is the global batch per optimizer step (batch_size * accum_steps). A scaled-up lr needs
-a warm-up: 'onecycle' and 'wsd' have one built in; 'cosine' and 'constant' get a linear warm-up
-over the first `WARMUP_FRAC` of the steps whenever the rule raises the lr.
+`batch` is the global batch per optimizer step (batch_size * accum_steps). A search with a
+baseline scales from the baseline's lr at the baseline's batch where the rule would give a trial
+at that batch another lr (`from_baseline`): the baseline is the run the user tuned.
+
+A scaled-up lr needs a warm-up: 'onecycle' and 'wsd' have one built in; 'cosine' and 'constant'
+get a linear warm-up over the first `WARMUP_FRAC` of the steps whenever the rule raises the lr.
 """
 
 from __future__ import annotations
@@ -44,6 +47,22 @@ def lr_factor(cfg: TrialConfig) -> float:
 def scaled_lr(cfg: TrialConfig) -> float:
     """The peak learning rate this trial trains with."""
     return cfg.lr * lr_factor(cfg)
+
+
+def from_baseline(base: dict, baseline: dict) -> dict:
+    """The trials' fixed settings, their lr scaled from the baseline's: a trial at the
+    baseline's batch trains at the baseline's lr. The seeds' baseline trains lr 3e-3 at batch 32
+    unscaled; scaled from the workload's batch 128 a trial at batch 32 trained at half that,
+    and at 60 epochs no candidate reached the baseline's score (docs/benchmarks.md). Unchanged
+    where the rule already agrees, or where you named the batch your lr was tuned at
+    (`lr_reference_batch`)."""
+    if base.get("lr_reference_batch") is not None:
+        return base
+    ran = TrialConfig.from_dict(baseline)
+    batch = {"batch_size": ran.batch_size, "accum_steps": ran.accum_steps}
+    if math.isclose(scaled_lr(TrialConfig.from_dict({**base, **batch})), scaled_lr(ran)):
+        return base
+    return {**base, "lr": scaled_lr(ran), "lr_reference_batch": ran.batch_size * ran.accum_steps}
 
 
 def schedule_multiplier(cfg: TrialConfig, total_steps: int):

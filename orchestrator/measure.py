@@ -25,6 +25,10 @@ epochs, which its confirmation showed passes the target on the way. Each attempt
 its own in the search's cost. What a search measured is known to later searches of the same
 question on this machine kind (the strategy's `known_measurement`), and not trained again.
 
+**A longer run goes on from the one that missed**, where the race's schedule lets it: from the
+missed run's checkpoint where its decay began, so the lengths step up by a quarter
+(orchestrator/lengths.py).
+
 A measured miss teaches as a confirmation's does:
 * **Lengthened only while it pays.** The third length is tried only where the second made up
   at least half of what the first still missed, or where what is still missing lies within the
@@ -56,12 +60,12 @@ from __future__ import annotations
 
 import json
 import math
-import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
 from orchestrator.curves import best_score, first_at
 from orchestrator.evidence import learns_no_more
+from orchestrator.lengths import attempts, decay_epoch, going_on_from, lengthening_pays
 from orchestrator.records import Role, TrialRecord
 from orchestrator.screen import race
 from orchestrator.stages import StageContext
@@ -75,17 +79,6 @@ from trainables.trial.trainable import reuse_actors
 SEARCH_ONLY = ("val_skip_above_loss", "val_skip_until")
 
 
-# A longer run is tried again where the last lengthening made up at least this share of what is
-# still missing: the next adds about as many epochs (the middle length is halfway to the plan).
-LENGTHENING_PAYS = 0.5
-# The halfway length is measured only where, reaching the target, it hands over a run at least
-# this share shorter than the plan. Each attempt is a whole run: at 15 classifier epochs one
-# search measured its answer at 13, 14 and 15 epochs (0.7405, 0.7505, 0.7565 against 0.755),
-# 131 s of its 175-s cost, for a middle that could have saved one epoch in 15 (docs/
-# benchmarks.md).
-MIDDLE_SHORTER = 0.2
-# The run's own validation noise: the spread of its last this many validated scores.
-NOISE_POINTS = 4
 # About this many validations a measured run, at most: its first epoch at the target is known to
 # 1/32 of its run (late by that at worst: its speedup to the same target errs low, never high),
 # and whether it ends at the target exactly (its last epoch always validates). Validating every
@@ -129,15 +122,6 @@ def exported(ctx: StageContext, rec: TrialRecord, epochs: int) -> dict[str, Any]
     if "warmup_epochs" in rec.knobs:  # the race's schedule, where it suits `epochs`
         config |= race.schedule_for(config, ctx.prepared.base)
     return TrialConfig.from_dict(config).to_dict()
-
-
-def attempts(reached: int, planned: int) -> list[int]:
-    """The lengths the answer is measured at, shortest first, until one reaches the target:
-    the epoch its confirmation first reached it at, halfway to its plan (where that is
-    `MIDDLE_SHORTER` shorter than the plan, or more), its whole plan."""
-    middle = (reached + planned + 1) // 2
-    worth = planned - middle >= MIDDLE_SHORTER * planned
-    return sorted({reached, planned} | ({middle} if worth else set()))
 
 
 def run(ctx: StageContext, strategy) -> None:
@@ -190,8 +174,9 @@ class Lengths:
     def of(cls, ctx: StageContext, rec: TrialRecord) -> Lengths:
         """`rec`'s lengths to measure (`attempts`), none measured yet."""
         planned = int({**ctx.prepared.base, **rec.knobs}.get("epochs") or ctx.spec.epochs)
+        branches = decay_epoch(exported(ctx, rec, planned)) > 0
         return cls(rec, planned, attempts(epochs_needed(rec, ctx.objective.target, planned),
-                                          planned))
+                                          planned, branches))
 
     def miss(self, target: float) -> tuple[dict, float] | None:
         """(its configuration, how far its best run ended short); None before a run that
@@ -231,7 +216,8 @@ def _measure(ctx: StageContext, strategy, this: Lengths, tried: list[dict], soon
         this.lengths.pop(0)
         config = exported(ctx, this.best, epochs)
         measured = strategy.known_measurement(ctx, config) or \
-            _as_confirmed(ctx, this.best, config, this.planned) or _train(ctx, config, this.best)
+            _as_confirmed(ctx, this.best, config, this.planned) or \
+            _train(ctx, config, this.best, runs)
         runs.append(measured)
         tried.append(measured)
         ctx.say(describe(measured, target, ctx.search_id))
@@ -278,21 +264,6 @@ def _sooner(ctx: StageContext, this: Lengths, rest: list[TrialRecord], missed: l
     return None
 
 
-def lengthening_pays(runs: list[dict], target: float) -> bool:
-    """Another, longer run of a configuration whose `runs` (shortest first) all missed is worth
-    training: after one (a schedule squeezed too far may be all that missed), or where the last
-    lengthening made up `LENGTHENING_PAYS` of what is still missing, or what is still missing
-    lies within the last run's validation noise (its last `NOISE_POINTS` scores' spread)."""
-    if len(runs) < 2 or None in (runs[-1].get("best_score"), runs[-2].get("best_score")):
-        return True
-    last, before = runs[-1], runs[-2]
-    missing = target - last["best_score"]
-    scores = [point[1] for point in last.get("curve") or []][-NOISE_POINTS:]
-    noise = statistics.stdev(scores) if len(scores) > 1 else 0.0
-    return last["best_score"] - before["best_score"] >= LENGTHENING_PAYS * missing \
-        or missing <= noise
-
-
 def _shown(config: dict, keys: list[str]) -> str:
     """`config`'s values of `keys`, as the stage prints them."""
     return " ".join(f"{k}={config.get(k)}" for k in keys)
@@ -320,10 +291,16 @@ def validation_cadence(config: dict) -> dict:
     return {"val_every": max(int(config.get("val_every") or 1), every)}
 
 
-def _train(ctx: StageContext, config: dict, winner_rec: TrialRecord) -> dict:
-    """Train `config` once, to its end (no stopper: its whole run is the measurement)."""
+def _train(ctx: StageContext, config: dict, winner_rec: TrialRecord,
+           runs: list[dict] | None = None) -> dict:
+    """Train `config` once, to its end (no stopper: its whole run is the measurement), going on
+    from the furthest of `runs` (its shorter runs measured before) or the race's winner whose
+    first epochs it shares."""
     base = {**config, **validation_gate(ctx.baseline, ctx.objective.target),
             **validation_cadence(config)}
+    if (keep := decay_epoch(config)) > 0:  # a longer run may go on from there
+        base["checkpoint_every"] = keep
+    start, before, whose = going_on_from(winner_rec, runs or [])
     shown = {k: config[k] for k in [*winner_rec.knobs, *winner_rec.picks, "epochs"]
              if k in config}
     done = [r for r in ctx.book.finished(Role.MEASURED) if r.knobs == shown]
@@ -331,29 +308,34 @@ def _train(ctx: StageContext, config: dict, winner_rec: TrialRecord) -> dict:
         # The race's winner stopped inside the stretch its schedule shares with this run's
         # (trainables/loop/resume.py): its checkpoint is this run's first epochs.
         trial_ctx = ctx.trial_context(base, ctx.objective, profile=(), time_start=True,
-                                      start_from=winner_rec.checkpoint)
+                                      start_from=start)
         ctx.book.begin(Role.MEASURED, 1, int(config["epochs"]), base=base)
         ctx.fit(TuneRun(trainable(trial_ctx, ctx.datasets()), shown, num_samples=1,
                         max_concurrent=1,
                         reuse_actors=reuse_actors([int(config.get("workers", 1))],
                                                   ctx.spec.always_use_worker_group)))
         done = [r for r in ctx.book.finished(Role.MEASURED) if r.knobs == shown]
-    return _measurement(ctx, done[-1], config, winner_rec)
+    rec = done[-1]
+    measured = _measurement(ctx, rec, config, winner_rec, (before, whose))
+    if keep > 0 and rec.checkpoint and traits(rec.status).rankable:
+        measured |= {"decay_checkpoint": rec.checkpoint, "decay_epoch": keep}
+    return measured
 
 
 def _measurement(ctx: StageContext, rec: TrialRecord, config: dict,
-                 confirmed: TrialRecord) -> dict:
+                 confirmed: TrialRecord, went_on_from: tuple[list, str] | None = None) -> dict:
     """What measured.json keeps of a run of the exported `config`; `confirmed`: the
     confirmation it hands over, whose pace (same settings and switches, its own length) the
-    summary holds the measured run's against (orchestrator/economics.py `pace_held`)."""
+    summary holds the measured run's against (orchestrator/economics.py `pace_held`);
+    `went_on_from`: (the curve, the trial) of the run it went on from, where not `confirmed`."""
     target = ctx.objective.target
     went_on = int(rec.metrics.get("continued_from") or 0)
-    # A run that went on from the winner's checkpoint: its first epochs are the winner's.
-    curve = [p for p in confirmed.curve if p[0] <= went_on] + rec.curve if went_on \
-        else rec.curve
+    before, whose = went_on_from or (confirmed.curve, confirmed.trial_id)
+    # A run that went on from another's checkpoint: its first epochs are that run's.
+    curve = [p for p in before if p[0] <= went_on] + rec.curve if went_on else rec.curve
     point = first_at(curve, target)
     return {"trial_id": rec.trial_id, "config": config, "epochs": rec.epochs,
-            "continued_from": went_on, "continued_trial": confirmed.trial_id if went_on else None,
+            "continued_from": went_on, "continued_trial": whose if went_on else None,
             "status": str(rec.status), "train_time_s": rec.metrics.get("train_time_s"),
             "time_to_target_s": point.seconds if point else None,
             "reached": point is not None, "val_score": rec.metrics.get("val_score"),

@@ -11,10 +11,14 @@ from __future__ import annotations
 
 import io
 import json
+from pathlib import Path
 
 import pytest
+import torch
 
 from orchestrator import SearchSpec, jsonl, run_search, train_config
+from orchestrator.lengths import decay_epoch
+from trainables.trial.worker import CHECKPOINT_FILE
 
 pytestmark = pytest.mark.integration
 
@@ -62,6 +66,17 @@ def test_the_measured_run_goes_on_from_its_contender_and_is_the_run_handed_over(
     assert run["metrics"]["restarts"] == 0 and run["curve"][0][0] == went_on + 1
     assert run["metrics"]["train_time_s"] == measured["train_time_s"] > contender["metrics"][
         "train_time_s"]
+
+    # It kept its checkpoint where its decay began: a longer run of it would go on from there
+    # (orchestrator/lengths.py), where that is past the epoch it went on from itself.
+    keep = decay_epoch(measured["config"])
+    if keep > went_on:
+        assert measured["decay_epoch"] == keep, measured
+        saved = torch.load(Path(measured["decay_checkpoint"]) / CHECKPOINT_FILE,
+                           weights_only=True)
+        assert saved["state"]["epoch"] == keep
+    else:
+        assert "decay_checkpoint" not in measured, (keep, went_on)
 
     if group:
         return  # the same run either way: trained whole once, in the trial's own process

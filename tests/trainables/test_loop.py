@@ -200,6 +200,36 @@ def test_a_run_that_goes_on_from_a_longer_plans_checkpoint_is_the_whole_run(tiny
     assert went_on[-1]["train_time_s"] > contender[1]["state"]["train_time"]  # one clock
 
 
+def test_a_longer_run_goes_on_from_a_shorter_runs_checkpoint_at_its_decay(tiny_npz):
+    # A measured run of 5 epochs on wsd missed; the next length (a quarter longer: 7) goes on
+    # from the checkpoint it kept where its decay began (orchestrator/measure.py decay_epoch),
+    # and is, epoch for epoch, the 7-epoch run trained whole.
+    from orchestrator.measure import attempts, decay_epoch
+
+    shorter = {"epochs": 5, **WSD}
+    keep = decay_epoch(shorter)
+    longer = attempts(5, 9, branches=True)[1]
+    assert (keep, longer) == (3, 7)
+    saved, _ = _checkpointed(tiny_npz, 5, **WSD)
+    _, whole = _checkpointed(tiny_npz, longer, **WSD)
+    went_on: list[dict] = []
+    fit_local(tiny_npz, epochs=longer, io_overrides={
+        "save_checkpoint": lambda state, m: went_on.append(m),
+        "load_checkpoint": lambda: {**saved[keep - 1], "continued": True}}, **WSD)
+    assert [m["epoch"] for m in went_on] == [4, 5, 6, 7]
+    for mine, theirs in zip(went_on, whole[keep:], strict=True):
+        assert mine["lr"] == pytest.approx(theirs["lr"], rel=1e-9)
+        assert mine["train_loss"] == pytest.approx(theirs["train_loss"], rel=1e-5)
+        assert mine["val_score"] == pytest.approx(theirs["val_score"], rel=1e-5)
+    assert went_on[-1]["continued_from"] == keep
+    # One epoch later the shorter run's next lr was its decay's: the longer one trains from
+    # scratch.
+    from trainables.loop.resume import why_not_continued
+
+    assert "left this run's" in why_not_continued(TrialConfig(epochs=longer, **WSD),
+                                                  saved[keep], 240 // 16)
+
+
 ONECYCLE = dict(WSD, schedule="onecycle", warmup_epochs=None)
 
 

@@ -1,0 +1,96 @@
+"""How long the answer is measured, and what each longer run goes on from (orchestrator/
+measure.py trains them).
+
+A measured run that misses the target is tried again longer, while that pays. Runs of the
+race's schedule (warmup-stable-decay, its warm-up in epochs: orchestrator/screen/race.py) share
+every step until the shorter one decays, over its last fifth: so a measured run keeps its
+checkpoint where its decay begins (`decay_epoch`), and the next, longer run goes on from there
+(`going_on_from`; trainables/loop/resume.py checks it, else it trains from scratch). A run of E2
+epochs after one of E1 that missed then trains about E2 - 0.8 E1 epochs, not E2 - d from the
+race's epoch d, and the lengths step up by a quarter (`attempts`) instead of jumping halfway to
+the plan: at 60 classifier epochs two answers that missed by 0.002-0.005 at 29 and 47 epochs
+were trained again at 46 and 68 from the race's epoch 16-17, 0.3-0.5 of a baseline run each
+(docs/benchmarks.md).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from typing import TYPE_CHECKING
+
+from trainables.loop.schedules import DECAY_SHARE
+
+if TYPE_CHECKING:
+    from orchestrator.records import TrialRecord
+
+# A longer run is tried again where the last lengthening made up at least this share of what is
+# still missing: the next adds about as many epochs (the middle length is halfway to the plan).
+LENGTHENING_PAYS = 0.5
+# The halfway length is measured only where, reaching the target, it hands over a run at least
+# this share shorter than the plan. Each attempt is a whole run: at 15 classifier epochs one
+# search measured its answer at 13, 14 and 15 epochs (0.7405, 0.7505, 0.7565 against 0.755),
+# 131 s of its 175-s cost, for a middle that could have saved one epoch in 15 (docs/
+# benchmarks.md).
+MIDDLE_SHORTER = 0.2
+# The run's own validation noise: the spread of its last this many validated scores.
+NOISE_POINTS = 4
+
+
+def attempts(reached: int, planned: int, branches: bool = False) -> list[int]:
+    """The lengths the answer is measured at, shortest first, until one reaches the target:
+    the epoch its confirmation first reached it at, halfway to its plan (where that is
+    `MIDDLE_SHORTER` shorter than the plan, or more), its whole plan. Where each run `branches`
+    (goes on from the decay's start of the one before: `decay_epoch`), a quarter longer each
+    time up to its plan instead: the step costs 0.45 of the last run, not a whole run."""
+    if branches:
+        lengths = [min(reached, planned)]
+        while lengths[-1] < planned:
+            lengths.append(min(planned, max(lengths[-1] + 1,
+                                            math.ceil(lengths[-1] / (1 - DECAY_SHARE) - 1e-9))))
+        return lengths
+    middle = (reached + planned + 1) // 2
+    worth = planned - middle >= MIDDLE_SHORTER * planned
+    return sorted({reached, planned} | ({middle} if worth else set()))
+
+
+def decay_epoch(config: dict) -> int:
+    """The epoch a run of the race's schedule keeps its checkpoint at: the last before its
+    decay, where every longer run of it is still this run (trainables/loop/resume.py); 0 on any
+    other schedule, or where its warm-up is not over by then."""
+    if config.get("schedule") != "wsd" or config.get("warmup_epochs") is None:
+        return 0
+    epochs = int(config["epochs"])
+    # Its steps and the next one's lr (set before the checkpoint) before the decay, which
+    # starts at step 0.8 (S E - 1) of S steps an epoch: d S < 0.8 (S E - 1) for any S >= 1.
+    epoch = math.ceil((1 - DECAY_SHARE) * (epochs - 1) - 1e-9) - 1
+    # Checkpointed at that epoch alone (the last is the one kept): 2 * epoch past the run's end.
+    ok = 1 <= epoch and epoch >= float(config["warmup_epochs"]) and 2 * epoch > epochs
+    return epoch if ok else 0
+
+
+def going_on_from(winner_rec: TrialRecord, runs: list[dict]
+                  ) -> tuple[str | None, list, str]:
+    """(checkpoint, the curve of its first epochs, whose) a measured run goes on from: the last
+    run of it measured before, at its decay's start, where it has one and is further on than
+    the race's winner; else the winner's, where the race stopped it."""
+    earlier = [r for r in runs if r.get("decay_checkpoint") and r.get("decay_epoch")]
+    if earlier and earlier[-1]["decay_epoch"] > winner_rec.epochs:
+        last = earlier[-1]
+        return last["decay_checkpoint"], last["curve"], last["trial_id"]
+    return winner_rec.checkpoint, winner_rec.curve, winner_rec.trial_id
+
+
+def lengthening_pays(runs: list[dict], target: float) -> bool:
+    """Another, longer run of a configuration whose `runs` (shortest first) all missed is worth
+    training: after one (a schedule squeezed too far may be all that missed), or where the last
+    lengthening made up `LENGTHENING_PAYS` of what is still missing, or what is still missing
+    lies within the last run's validation noise (its last `NOISE_POINTS` scores' spread)."""
+    if len(runs) < 2 or None in (runs[-1].get("best_score"), runs[-2].get("best_score")):
+        return True
+    last, before = runs[-1], runs[-2]
+    missing = target - last["best_score"]
+    scores = [point[1] for point in last.get("curve") or []][-NOISE_POINTS:]
+    noise = statistics.stdev(scores) if len(scores) > 1 else 0.0
+    return last["best_score"] - before["best_score"] >= LENGTHENING_PAYS * missing \
+        or missing <= noise

@@ -70,15 +70,17 @@ def decay_epoch(config: dict) -> int:
 
 
 def going_on_from(winner_rec: TrialRecord, runs: list[dict]
-                  ) -> tuple[str | None, list, str]:
-    """(checkpoint, the curve of its first epochs, whose) a measured run goes on from: the last
-    run of it measured before, at its decay's start, where it has one and is further on than
-    the race's winner; else the winner's, where the race stopped it."""
+                  ) -> tuple[str | None, list, str, str]:
+    """(checkpoint, the curve of its first epochs, whose, which run that is, as said) a
+    measured run goes on from: the last run of it measured before, at its decay's start, where
+    it has one and is further on than the race's winner; else the winner's, where the race
+    stopped it."""
     earlier = [r for r in runs if r.get("decay_checkpoint") and r.get("decay_epoch")]
     if earlier and earlier[-1]["decay_epoch"] > winner_rec.epochs:
         last = earlier[-1]
-        return last["decay_checkpoint"], last["curve"], last["trial_id"]
-    return winner_rec.checkpoint, winner_rec.curve, winner_rec.trial_id
+        return (last["decay_checkpoint"], last["curve"], last["trial_id"],
+                f"its {last['epochs']}-epoch run's")
+    return winner_rec.checkpoint, winner_rec.curve, winner_rec.trial_id, "its contender's"
 
 
 def lengthening_pays(runs: list[dict], target: float) -> bool:

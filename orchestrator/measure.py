@@ -300,7 +300,7 @@ def _train(ctx: StageContext, config: dict, winner_rec: TrialRecord,
             **validation_cadence(config)}
     if (keep := decay_epoch(config)) > 0:  # a longer run may go on from there
         base["checkpoint_every"] = keep
-    start, before, whose = going_on_from(winner_rec, runs or [])
+    start, *went_on_from = going_on_from(winner_rec, runs or [])
     shown = {k: config[k] for k in [*winner_rec.knobs, *winner_rec.picks, "epochs"]
              if k in config}
     done = [r for r in ctx.book.finished(Role.MEASURED) if r.knobs == shown]
@@ -316,26 +316,28 @@ def _train(ctx: StageContext, config: dict, winner_rec: TrialRecord,
                                                   ctx.spec.always_use_worker_group)))
         done = [r for r in ctx.book.finished(Role.MEASURED) if r.knobs == shown]
     rec = done[-1]
-    measured = _measurement(ctx, rec, config, winner_rec, (before, whose))
+    measured = _measurement(ctx, rec, config, winner_rec, tuple(went_on_from))
     if keep > 0 and rec.checkpoint and traits(rec.status).rankable:
         measured |= {"decay_checkpoint": rec.checkpoint, "decay_epoch": keep}
     return measured
 
 
 def _measurement(ctx: StageContext, rec: TrialRecord, config: dict,
-                 confirmed: TrialRecord, went_on_from: tuple[list, str] | None = None) -> dict:
+                 confirmed: TrialRecord, went_on_from: tuple | None = None) -> dict:
     """What measured.json keeps of a run of the exported `config`; `confirmed`: the
     confirmation it hands over, whose pace (same settings and switches, its own length) the
     summary holds the measured run's against (orchestrator/economics.py `pace_held`);
-    `went_on_from`: (the curve, the trial) of the run it went on from, where not `confirmed`."""
+    `went_on_from`: (the curve, the trial, which run) it went on from, where not `confirmed`."""
     target = ctx.objective.target
     went_on = int(rec.metrics.get("continued_from") or 0)
-    before, whose = went_on_from or (confirmed.curve, confirmed.trial_id)
+    before, whose, which = went_on_from or (confirmed.curve, confirmed.trial_id,
+                                            "its contender's")
     # A run that went on from another's checkpoint: its first epochs are that run's.
     curve = [p for p in before if p[0] <= went_on] + rec.curve if went_on else rec.curve
     point = first_at(curve, target)
     return {"trial_id": rec.trial_id, "config": config, "epochs": rec.epochs,
             "continued_from": went_on, "continued_trial": whose if went_on else None,
+            "continued_run": which if went_on else None,
             "status": str(rec.status), "train_time_s": rec.metrics.get("train_time_s"),
             "time_to_target_s": point.seconds if point else None,
             "reached": point is not None, "val_score": rec.metrics.get("val_score"),
@@ -352,7 +354,8 @@ def describe(measured: dict, target: float, own: str) -> str:
     if measured.get("confirmation"):
         how = "as exported: its confirmation ran them, to the target at its last"
     elif measured.get("continued_from"):
-        how = (f"as exported, the first {measured['continued_from']} its contender's "
+        which = measured.get("continued_run") or "its contender's"
+        how = (f"as exported, the first {measured['continued_from']} {which} "
                f"({measured['continued_trial']}), which it went on from")
     if not measured["reached"]:
         best = measured.get("best_score")

@@ -136,10 +136,11 @@ def test_a_measured_run_keeps_its_checkpoint_where_its_decay_begins_and_the_next
     assert decay_epoch({"schedule": "wsd", "warmup_epochs": 0.5, "epochs": 3}) == 0  # 2 x 1 < 3
     winner = SimpleNamespace(epochs=16, checkpoint="race/16", curve=[[16, 0.7, 30.0]],
                              trial_id="w")
-    assert going_on_from(winner, []) == ("race/16", [[16, 0.7, 30.0]], "w")
+    assert going_on_from(winner, []) == ("race/16", [[16, 0.7, 30.0]], "w", "its contender's")
     missed = {"decay_checkpoint": "m/37", "decay_epoch": 37, "curve": [[37, 0.77, 70.0]],
-              "trial_id": "m"}
-    assert going_on_from(winner, [missed]) == ("m/37", [[37, 0.77, 70.0]], "m")
+              "trial_id": "m", "epochs": 48}
+    assert going_on_from(winner, [missed]) == ("m/37", [[37, 0.77, 70.0]], "m",
+                                               "its 48-epoch run's")
     # A run that kept none (its decay began before the contender's epoch) leaves the winner's.
     assert going_on_from(winner, [{**missed, "decay_epoch": 13}])[0] == "race/16"
     assert going_on_from(winner, [{**missed, "decay_checkpoint": None}])[0] == "race/16"

@@ -8,7 +8,8 @@ checkpoint where its decay begins (`decay_epoch`), and the next, longer run goes
 (`going_on_from`; trainables/loop/resume.py checks it, else it trains from scratch). A run of E2
 epochs after one of E1 that missed then trains about E2 - 0.8 E1 epochs, not E2 - d from the
 race's epoch d, and the lengths step up by a quarter (`attempts`) instead of jumping halfway to
-the plan: at 60 classifier epochs two answers that missed by 0.002-0.005 at 29 and 47 epochs
+the plan, where the first run's decay begins past the race's epoch (orchestrator/measure.py
+`Lengths.of`; on a short plan no run could go on from another, and the old lengths stand): at 60 classifier epochs two answers that missed by 0.002-0.005 at 29 and 47 epochs
 were trained again at 46 and 68 from the race's epoch 16-17, 0.3-0.5 of a baseline run each
 (docs/benchmarks.md).
 """

@@ -174,9 +174,12 @@ class Lengths:
     def of(cls, ctx: StageContext, rec: TrialRecord) -> Lengths:
         """`rec`'s lengths to measure (`attempts`), none measured yet."""
         planned = int({**ctx.prepared.base, **rec.knobs}.get("epochs") or ctx.spec.epochs)
-        branches = decay_epoch(exported(ctx, rec, planned)) > 0
-        return cls(rec, planned, attempts(epochs_needed(rec, ctx.objective.target, planned),
-                                          planned, branches))
+        first = epochs_needed(rec, ctx.objective.target, planned)
+        # A quarter at a time only where the first run's decay begins past the race's epoch,
+        # so the next goes on from it: at 8 unet3d epochs the quarters were 3, 4, 5, 7, 8, each
+        # from the race's epoch 2, a run's fixed cost each (the README's command).
+        branches = decay_epoch(exported(ctx, rec, first)) > rec.epochs
+        return cls(rec, planned, attempts(first, planned, branches))
 
     def miss(self, target: float) -> tuple[dict, float] | None:
         """(its configuration, how far its best run ended short); None before a run that

@@ -196,3 +196,17 @@ def test_a_miss_on_the_races_schedule_is_lengthened_a_quarter_at_a_time(tmp_path
     assert answer["reached"] and answer["epochs"] == 47
     assert [a["epochs"] for a in answer["attempts"]] == [29, 37, 47]
     assert answer["config"]["schedule"] == "wsd"
+
+
+def test_a_short_plan_is_lengthened_as_before_where_no_run_would_go_on_from_a_miss(tmp_path):
+    """The README's 8-epoch unet3d search: the race stopped its winner at epoch 2 and expected
+    it at 3. A 3-epoch run decays from its first epoch, before the race's, so no longer run can
+    go on from it: a quarter at a time measured 3, 4, 5, 7 and 8 epochs, each from epoch 2 at
+    a run's fixed cost. It is measured as before: 3, halfway (6), the plan (8)."""
+    contender = _told("a", 2, 8, 3, 4.0)
+    contender.knobs |= {"schedule": "wsd", "warmup_epochs": 2.0}
+    contender.epochs = 2
+    runs = {(2, 3): [0.90, 0.91, 0.916], (2, 6): [0.9] * 5 + [0.930],
+            (2, 8): [0.9] * 7 + [0.940]}
+    asked, answer, _ = _measure_stage(tmp_path, [contender], runs, target=0.9385)
+    assert asked == [(2, 3), (2, 6), (2, 8)] and answer["reached"]

@@ -9,8 +9,9 @@ checkpoint where its decay begins (`decay_epoch`), and the next, longer run goes
 epochs after one of E1 that missed then trains about E2 - 0.8 E1 epochs, not E2 - d from the
 race's epoch d, and the lengths step up by a quarter (`attempts`) instead of jumping halfway to
 the plan, where the first run's decay begins past the race's epoch (orchestrator/measure.py
-`Lengths.of`; on a short plan no run could go on from another, and the old lengths stand): at 60 classifier epochs two answers that missed by 0.002-0.005 at 29 and 47 epochs
-were trained again at 46 and 68 from the race's epoch 16-17, 0.3-0.5 of a baseline run each
+`Lengths.of`; on a short plan no run could go on from another, and the old lengths stand).
+At 60 classifier epochs two answers that missed by 0.002-0.005 at 29 and 47 epochs were
+trained again at 46 and 68 from the race's epoch 16-17, 0.3-0.5 of a baseline run each
 (docs/benchmarks.md).
 """
 

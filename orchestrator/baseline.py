@@ -114,14 +114,14 @@ def settings_of(spec, base: dict[str, Any]) -> dict[str, Any] | None:
     return {k: v for k, v in config.items() if k in known}
 
 
-def lr_line(base: dict[str, Any], anchored: dict[str, Any]) -> str | None:
-    """The header's line where the trials' lr is scaled from the baseline's
-    (trainables/loop/lr.py: from_baseline)."""
-    if anchored == base:
-        return None
+def lr_line(anchored: dict[str, Any]) -> str:
+    """The note that the trials' lr is scaled from the baseline's (trainables/loop/lr.py:
+    from_baseline)."""
+    from trainables.config import TrialConfig
+
+    rule = anchored.get("lr_scaling") or TrialConfig.lr_scaling
     return (f"  note: the trials' lr is the baseline's, {anchored['lr']:g} at batch "
-            f"{anchored['lr_reference_batch']}, scaled ({anchored.get('lr_scaling', 'sqrt')}) "
-            "to each trial's batch")
+            f"{anchored['lr_reference_batch']}, scaled ({rule}) to each trial's batch")
 
 
 def baseline_epochs(spec, config: dict[str, Any]) -> int:

@@ -26,6 +26,9 @@ from trainables.loop.schedules import DECAY_SHARE
 if TYPE_CHECKING:
     from orchestrator.records import TrialRecord
 
+# How the measure line names a run that went on from the race's winner (orchestrator/measure.py).
+CONTENDER = "its contender's"
+
 # A longer run is tried again where the last lengthening made up at least this share of what is
 # still missing: the next adds about as many epochs (the middle length is halfway to the plan).
 LENGTHENING_PAYS = 0.5
@@ -82,7 +85,7 @@ def going_on_from(winner_rec: TrialRecord, runs: list[dict]
         last = earlier[-1]
         return (last["decay_checkpoint"], last["curve"], last["trial_id"],
                 f"its {last['epochs']}-epoch run's")
-    return winner_rec.checkpoint, winner_rec.curve, winner_rec.trial_id, "its contender's"
+    return winner_rec.checkpoint, winner_rec.curve, winner_rec.trial_id, CONTENDER
 
 
 def lengthening_pays(runs: list[dict], target: float) -> bool:

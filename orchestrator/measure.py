@@ -65,7 +65,8 @@ from typing import Any
 
 from orchestrator.curves import best_score, first_at
 from orchestrator.evidence import learns_no_more
-from orchestrator.lengths import attempts, decay_epoch, going_on_from, lengthening_pays
+from orchestrator.lengths import (CONTENDER, attempts, decay_epoch, going_on_from,
+                                  lengthening_pays)
 from orchestrator.records import Role, TrialRecord
 from orchestrator.screen import race
 from orchestrator.stages import StageContext
@@ -319,22 +320,21 @@ def _train(ctx: StageContext, config: dict, winner_rec: TrialRecord,
                                                   ctx.spec.always_use_worker_group)))
         done = [r for r in ctx.book.finished(Role.MEASURED) if r.knobs == shown]
     rec = done[-1]
-    measured = _measurement(ctx, rec, config, winner_rec, tuple(went_on_from))
+    measured = _measurement(ctx, rec, config, winner_rec, went_on_from)
     if keep > 0 and rec.checkpoint and traits(rec.status).rankable:
         measured |= {"decay_checkpoint": rec.checkpoint, "decay_epoch": keep}
     return measured
 
 
 def _measurement(ctx: StageContext, rec: TrialRecord, config: dict,
-                 confirmed: TrialRecord, went_on_from: tuple | None = None) -> dict:
+                 confirmed: TrialRecord, went_on_from: list | None = None) -> dict:
     """What measured.json keeps of a run of the exported `config`; `confirmed`: the
     confirmation it hands over, whose pace (same settings and switches, its own length) the
     summary holds the measured run's against (orchestrator/economics.py `pace_held`);
     `went_on_from`: (the curve, the trial, which run) it went on from, where not `confirmed`."""
     target = ctx.objective.target
     went_on = int(rec.metrics.get("continued_from") or 0)
-    before, whose, which = went_on_from or (confirmed.curve, confirmed.trial_id,
-                                            "its contender's")
+    before, whose, which = went_on_from or (confirmed.curve, confirmed.trial_id, CONTENDER)
     # A run that went on from another's checkpoint: its first epochs are that run's.
     curve = [p for p in before if p[0] <= went_on] + rec.curve if went_on else rec.curve
     point = first_at(curve, target)
@@ -357,7 +357,7 @@ def describe(measured: dict, target: float, own: str) -> str:
     if measured.get("confirmation"):
         how = "as exported: its confirmation ran them, to the target at its last"
     elif measured.get("continued_from"):
-        which = measured.get("continued_run") or "its contender's"
+        which = measured.get("continued_run") or CONTENDER  # one an earlier version measured
         how = (f"as exported, the first {measured['continued_from']} {which} "
                f"({measured['continued_trial']}), which it went on from")
     if not measured["reached"]:

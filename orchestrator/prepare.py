@@ -88,8 +88,9 @@ def _prepare(spec, data, total_cpus, total_gpus, worker_cpus) -> Prepared:
     baseline = settings_of(spec, base)
     if baseline is not None:  # the trials' lr from the baseline's: the run the user tuned
         anchored = from_baseline(base, baseline)
-        line = lr_line(base, anchored)
-        base, notes = anchored, [line] if line else []
+        if anchored is not base:
+            base = anchored
+            notes.append(lr_line(anchored))
     check_inputs(spec.num_trials, searched, data)
     if spec.task is not None or spec.model is not None:  # yours: tried on a tiny batch now
         note = check_task(spec.resolved_task(data.meta().task), data, base)

@@ -117,33 +117,6 @@ def test_the_answer_is_measured_where_it_first_reached_then_halfway_then_whole()
     assert attempts(12, 12) == [12] and attempts(11, 12) == [11, 12]
     # A middle barely shorter than the plan is not worth a run of its own: 14 of 15 saves 7%.
     assert attempts(13, 15) == [13, 15] and attempts(68, 120) == [68, 94, 120]
-    # Where each goes on from the last one's decay, a quarter longer each time: 47 -> 59 costs
-    # 59 - 36 = 23 epochs where 68 from the contender's 17 cost 51.
-    assert attempts(47, 68, branches=True) == [47, 59, 68]
-    assert attempts(29, 63, branches=True) == [29, 37, 47, 59, 63]
-    assert attempts(3, 5, branches=True) == [3, 4, 5] and attempts(9, 9, branches=True) == [9]
-
-
-def test_a_measured_run_keeps_its_checkpoint_where_its_decay_begins_and_the_next_goes_on():
-    from types import SimpleNamespace
-
-    from orchestrator.measure import decay_epoch, going_on_from
-
-    wsd = {"schedule": "wsd", "warmup_epochs": 15.75}
-    assert decay_epoch({**wsd, "epochs": 47}) == 36 and decay_epoch({**wsd, "epochs": 60}) == 47
-    assert decay_epoch({**wsd, "epochs": 18}) == 0  # its warm-up ends after its decay began
-    assert decay_epoch({"schedule": "onecycle", "warmup_epochs": None, "epochs": 47}) == 0
-    assert decay_epoch({"schedule": "wsd", "warmup_epochs": 0.5, "epochs": 3}) == 0  # 2 x 1 < 3
-    winner = SimpleNamespace(epochs=16, checkpoint="race/16", curve=[[16, 0.7, 30.0]],
-                             trial_id="w")
-    assert going_on_from(winner, []) == ("race/16", [[16, 0.7, 30.0]], "w", "its contender's")
-    missed = {"decay_checkpoint": "m/37", "decay_epoch": 37, "curve": [[37, 0.77, 70.0]],
-              "trial_id": "m", "epochs": 48}
-    assert going_on_from(winner, [missed]) == ("m/37", [[37, 0.77, 70.0]], "m",
-                                               "its 48-epoch run's")
-    # A run that kept none (its decay began before the contender's epoch) leaves the winner's.
-    assert going_on_from(winner, [{**missed, "decay_epoch": 13}])[0] == "race/16"
-    assert going_on_from(winner, [{**missed, "decay_checkpoint": None}])[0] == "race/16"
 
 
 def test_a_long_measured_run_validates_about_32_times_and_at_its_end():

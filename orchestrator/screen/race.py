@@ -127,16 +127,22 @@ HALFWAY = 0.5
 # (trainables/loop/resume.py) and trains E - d epochs, not E. On unet3d at 32 epochs such a run
 # ended higher than onecycle's at E on each of 3 seeds, and at the target on all 3 where
 # onecycle's did on 1 (benchmarks/schedule_branch.py, docs/benchmarks.md).
+# Where the race reads less than the whole schedule (`horizon`), the warm-up shrinks with it,
+# so that it still ends where the race decides: a quarter of the plan is past the answer's
+# whole run there. At 128 unet3d epochs the answers trained 34 epochs of plans of 128-157, on a
+# 32-39-epoch warm-up: each was handed over on onecycle and trained from scratch, the 17
+# epochs its contender had trained spent twice (docs/benchmarks.md).
 WARMUP_SHARE = 0.25
 
 
-def contender_schedule(config: dict, planned: int, task) -> dict:
-    """The schedule settings of a contender of `config` planned for `planned` epochs:
-    warmup-stable-decay with onecycle's warm-up where it would train onecycle, the built-in
-    schedule (`task`'s lr follows the settings); else none, its own schedule as given."""
+def contender_schedule(config: dict, planned: int, task, share: float = 1.0) -> dict:
+    """The schedule settings of a contender of `config` planned for `planned` epochs, where
+    the race reads `share` of its schedule (`horizon`): warmup-stable-decay with onecycle's
+    warm-up, over that share, where it would train onecycle, the built-in schedule (`task`'s
+    lr follows the settings); else none, its own schedule as given."""
     if config.get("schedule", "onecycle") != "onecycle" or not schedules_by_setting(task):
         return {}
-    return {"schedule": "wsd", "warmup_epochs": WARMUP_SHARE * planned}
+    return {"schedule": "wsd", "warmup_epochs": WARMUP_SHARE * share * planned}
 
 
 def schedule_for(config: dict, base: dict) -> dict:

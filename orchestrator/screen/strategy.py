@@ -247,7 +247,9 @@ class ScreenStrategy(Strategy):
             return knobs
         if self._task is None:
             self._task = (ctx.task(),)
-        return knobs | race.contender_schedule(config, int(config["epochs"]), self._task[0])
+        share = race.horizon(ctx.baseline, ctx.objective.target)
+        return knobs | race.contender_schedule(config, int(config["epochs"]), self._task[0],
+                                               share)
 
     # -- confirm ------------------------------------------------------------------------------
     def _settle(self, ctx: StageContext) -> Settled:

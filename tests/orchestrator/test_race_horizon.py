@@ -11,8 +11,11 @@ import pytest
 from orchestrator.evidence import Evidence
 from orchestrator.screen.confirm import judged_at
 from orchestrator.screen.predict import Prediction
-from orchestrator.screen.race import (DECIDE_AT, POINTS_PER_RUN, RUNG, RaceRule, horizon,
-                                      point_every)
+from orchestrator.screen.race import (DECIDE_AT, POINTS_PER_RUN, RUNG, RaceRule,
+                                      contender_schedule, horizon, point_every, schedule_for)
+from trainables.config import TrialConfig
+from trainables.loop.lr import schedule_multiplier
+from trainables.loop.schedules import shared_steps
 from trainables.status import TrialStatus
 
 TARGET = 0.79
@@ -111,3 +114,27 @@ def test_a_point_holds_the_best_of_every_epoch_validated_since_as_the_baselines_
     points = rule._points["c"]  # at every 2nd epoch, each the best of the epochs up to it
     assert [round(p * 40) for p, _ in points] == list(range(2, 2 * len(points) + 1, 2))
     assert all(best == pytest.approx(_score(round(p * 40) - 1)) for p, best in points)
+
+
+def test_on_a_long_job_the_answer_goes_on_from_its_contender():
+    """The contender's warm-up ends where the race decides it, so the answer, expected at
+    epoch 32 of its 128-epoch plan, is the contender trained on: on a warm-up of the whole
+    plan's quarter (32 epochs) it could only be handed over on onecycle, from scratch."""
+    share, onecycle = horizon(LONG, TARGET), {"schedule": "onecycle"}
+    contender = contender_schedule(onecycle, 128, None, share)
+    assert contender == {"schedule": "wsd", "warmup_epochs": DECIDE_AT * share * 128}
+    assert contender["warmup_epochs"] == math.ceil(DECIDE_AT * share * 128) == 16
+    assert schedule_for({**contender, "epochs": 32}, {}) == {}  # kept: it goes on
+    whole = contender_schedule(onecycle, 128, None)
+    assert schedule_for({**whole, "epochs": 32}, {})["schedule"] == "onecycle"
+
+    def lr(epochs: int):
+        cfg = TrialConfig(epochs=epochs, lr_scaling="none", **contender)
+        return schedule_multiplier(cfg, epochs * 10)  # 10 steps an epoch
+
+    # Step for step the same learning rates through the 16 epochs the race trained, and on to
+    # the answer's decay (the resume check, trainables/loop/resume.py, asks the same).
+    assert shared_steps(lr(128), lr(32), 128 * 10) == int(0.8 * (32 * 10 - 1)) + 1 > 16 * 10
+    # Where the race reads the whole schedule (the target late in it), nothing changes.
+    assert contender_schedule(onecycle, 40, None, horizon(SHORT, TARGET)) == \
+        contender_schedule(onecycle, 40, None) == {"schedule": "wsd", "warmup_epochs": 10.0}

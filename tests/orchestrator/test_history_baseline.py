@@ -82,7 +82,7 @@ def test_a_run_of_this_tool_is_scaled_where_the_machine_drifted_since():
     kept = record(timed_alike, {}, here(0.0107), "folder", "id", own_clock=True)
     assert kept["drift"] == pytest.approx(0.0107 / 0.0112) and kept["train_time_s"] == 19.0
     assert kept["recorded_step_s"] == 0.0112 and clock_of(kept) == 0.0112
-    assert record({**timed_alike, "clock_step_s": None}, {}, here(0.0107), "f", "i",
+    assert record({**timed_alike, "clock_step_s": None}, {}, here(0.0102), "f", "i",
                   own_clock=True)["clock"] == "recorded, scaled by the machine's drift"
     assert times_here({**ours, "start_step_s": None, "clock_step_s": 0.01}, True)
     assert clock_of({"start_step_s": 0.03, "clock_step_s": 0.02}) == 0.02

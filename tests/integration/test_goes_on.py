@@ -18,6 +18,7 @@ import torch
 
 from orchestrator import SearchSpec, jsonl, run_search, train_config
 from orchestrator.lengths import decay_epoch
+from orchestrator.screen.race import WARMUP_SHARE, horizon
 from trainables.trial.worker import CHECKPOINT_FILE
 
 pytestmark = pytest.mark.integration
@@ -41,7 +42,8 @@ def test_the_measured_run_goes_on_from_its_contender_and_is_the_run_handed_over(
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     out = io.StringIO()
     # A slow lr: the baseline reaches its target late enough in 24 epochs that the winner's
-    # measured run outlasts its contender's warm-up (a quarter of its plan).
+    # measured run outlasts its contender's warm-up (a quarter of the share of its plan the
+    # race reads).
     run_search(SearchSpec(
         name="long", data=data, strategy="screen", full_epochs=24, num_trials=1,
         tolerance=0.01, seed=0, space={"precision": ["fp32", "bf16-mixed"]},
@@ -52,7 +54,10 @@ def test_the_measured_run_goes_on_from_its_contender_and_is_the_run_handed_over(
     folder = tmp_path / "runs" / "long"
     (contender,) = _ended(folder, "trial")
     assert contender["knobs"]["schedule"] == "wsd", contender["knobs"]
-    assert contender["knobs"]["warmup_epochs"] == contender["knobs"]["epochs"] / 4
+    baseline = json.loads((folder / "baseline.json").read_text())
+    share = horizon(baseline, json.loads((folder / "economics.json").read_text())["target"])
+    assert contender["knobs"]["warmup_epochs"] == pytest.approx(
+        WARMUP_SHARE * share * contender["knobs"]["epochs"])
     measured = json.loads((folder / "measured.json").read_text())
     went_on = measured["continued_from"]
     assert measured["reached"] and went_on == contender["epochs"], printed

@@ -38,13 +38,23 @@ def _load(name: str) -> dict | None:
 
 
 def _median(value, fmt: str = "{:.2f}") -> str:
-    """A median with its spread, or the value; '-' for nothing measured."""
+    """A median with its spread, or the value; '-' for nothing measured. A median over fewer
+    repeats than ran says over how many: a repeat without a value (no answer, or one that missed
+    the target when retrained) is not a repeat that agreed."""
     if isinstance(value, dict):
         if not value.get("n"):
             return "-"
-        return (fmt + " (" + fmt + "-" + fmt + ")").format(value["median"], value["min"],
-                                                           value["max"])
+        ran = len(value.get("values") or []) or value["n"]
+        of = f"; {value['n']} of {ran} repeats" if value["n"] < ran else ""
+        return (fmt + " (" + fmt + "-" + fmt + of + ")").format(value["median"], value["min"],
+                                                                value["max"])
     return "-" if value is None else fmt.format(value)
+
+
+def _missed(workload: dict) -> str:
+    """How many of the answers' retrains with other seeds ended below their repeat's target."""
+    runs = [r for repeat in workload.get("retrains_per_repeat") or [] for r in repeat or []]
+    return f"{sum(not r['reached'] for r in runs)} of {len(runs)}" if runs else "-"
 
 
 def _short(machine: str) -> str:
@@ -90,6 +100,8 @@ def today() -> str:
             goal = "" if target is None else ", ".join(
                 f"{n}: {_met(w[n]['targets_met'].get(target))}" for n in names)
             out.append(f"| {label} | " + " | ".join(cells) + f" | {goal} |")
+        out.append("| retrains below the target | " + " | ".join(_missed(w[n]) for n in names)
+                   + " |" + " |")
         for n in names:
             second = w[n]["second_search"]
             out.append(f"| {n}, asked again | cost {second['cost_ratio_to_first']:.2f} of the "
@@ -128,8 +140,11 @@ def readme() -> str:
         return "(no headline measured yet)"
     parts = []
     for name, r in headline["workloads"].items():
+        found, ran = r["speedup"], len(r["speedup"].get("values") or [])
+        held = (f" in the {found['n']} of {ran} repeats whose answer held, retrained with other "
+                f"seeds") if found["n"] < ran else ""
         parts.append(f"on {name} at {r['full_epochs']} epochs, "
-                     f"{_median(r['speedup']['median'])}x as handed over "
+                     f"{_median(found['median'])}x as handed over{held} "
                      f"({_median(r['speedup_same_target']['median'])}x to the same target; the "
                      f"loop alone {_median(r['loop_alone_speedup']['median'])}x) for "
                      f"{_median(r['search_cost_baseline_runs']['median'])} baseline runs, "

@@ -25,6 +25,7 @@ from orchestrator.screen.twins import teach_twins
 from orchestrator.stages import StageContext
 from orchestrator.stopper import TargetStopper, validation_gate
 from orchestrator.tune_runs import TuneRun, trainable
+from trainables.config import SPEED_ONLY
 from trainables.identity import config_key, learning_key, model_of, run_key
 from trainables.status import TrialStatus, traits
 from trainables.trial.trainable import reuse_actors
@@ -279,7 +280,14 @@ def judged_at(pred: predictor.Prediction, share: float = 1.0) -> float:
 
 def earlier_record(entry: dict, knobs: dict) -> TrialRecord:
     """An earlier search's confirmed (or, by a race, decided) result, as a leaderboard row of
-    this one."""
+    this one: this search's `knobs`, and the speed switches the earlier trial ran with that they
+    leave out as its picks. It is handed over as it ran: a search with twice the budget matched a
+    decided contender that ran channels_last to a prediction leaving the switch to the profile,
+    handed it over without it, and so measured another run than the one measured before: 13
+    epochs where that one reached the target in 10 (2.05x where it was 3.93x, docs/
+    benchmarks.md, 2026-12-05)."""
+    ran = {k: v for k, v in (entry.get("knobs") or {}).items()
+           if k in SPEED_ONLY and k not in knobs}
     if entry.get("time_to_target_s") is None:  # decided: its expected time, not measured
         metrics = {"expected_time_to_target_s": entry["expected_s"],
                    "expected_high_s": entry.get("expected_high_s") or float("nan"),
@@ -294,5 +302,6 @@ def earlier_record(entry: dict, knobs: dict) -> TrialRecord:
     return TrialRecord(entry.get("trial_id", "earlier"), 0, knobs, 0.0, 0.0,
                        TrialStatus(entry["status"]), reason=f"confirmed by {entry['search']}",
                        metrics=metrics, role=Role.EARLIER, curve=entry.get("curve") or [],
-                       epochs=int(entry.get("epochs") or 0), picks=entry.get("picks") or {})
+                       epochs=int(entry.get("epochs") or 0),
+                       picks={**ran, **(entry.get("picks") or {})})
 

@@ -341,6 +341,28 @@ def test_an_earlier_confirmation_settles_the_same_run_at_other_switches_when_it_
     assert here.confirmed(oom, 0.80)["status"] == "infeasible"  # its own config: settled
 
 
+def test_an_earlier_contender_is_handed_over_with_the_switches_it_ran(tmp_path):
+    """A prediction that leaves channels_last to the profile settles a contender an earlier
+    race decided with channels_last on: its row keeps the switch as a pick, so the run handed
+    over is the run measured before (measure.exported: base, knobs, picks), not another."""
+    from orchestrator.screen.confirm import settle
+
+    here = Knowledge.load(tmp_path, "classifier", "abc123", machine="cpu-a")
+    (pred,) = predict([_screened(64, 0.010)], BASELINE, 0.795)
+    knobs = {"batch_size": 64, "epochs": pred.trial_config["epochs"]}
+    ran = {**knobs, "channels_last": True}
+    here.add(CONFIRM, config={**pred.trial_config, **ran}, knobs=ran, picks={}, target=0.795,
+             status="decided", trial_id="a3ed125d", expected_s=5.0, expected_high_s=9.0,
+             expected_epoch=8, expected_reach=0.9, search="earlier", search_id="earlier")
+    settled = settle([pred], here, Evidence(), 0.795, "now", lambda p: dict(knobs))
+    (rec,) = settled.earlier
+    assert rec.knobs == knobs and rec.picks == {"channels_last": True}
+    # A switch this search names keeps the earlier trial's value as a knob, not a pick.
+    named = settle([pred], here, Evidence(), 0.795, "now",
+                   lambda p: {**knobs, "channels_last": False}).earlier[0]
+    assert named.knobs == ran and named.picks == {}
+
+
 def test_contenders_are_an_equal_share_of_each_models_fastest():
     """unet3d: the thin model and the small patch are predicted fastest, but it is the wide
     model at the big patch that reaches the target: each model gets its share of the rounds."""

@@ -44,11 +44,16 @@ def _median(value, fmt: str = "{:.2f}") -> str:
     if isinstance(value, dict):
         if not value.get("n"):
             return "-"
-        ran = len(value.get("values") or []) or value["n"]
+        ran = _ran(value)
         of = f"; {value['n']} of {ran} repeats" if value["n"] < ran else ""
         return (fmt + " (" + fmt + "-" + fmt + of + ")").format(value["median"], value["min"],
                                                                 value["max"])
     return "-" if value is None else fmt.format(value)
+
+
+def _ran(value: dict) -> int:
+    """How many repeats a spread was taken over, those without a value included."""
+    return len(value.get("values") or []) or value["n"]
 
 
 def _missed(workload: dict) -> str:
@@ -101,7 +106,7 @@ def today() -> str:
                 f"{n}: {_met(w[n]['targets_met'].get(target))}" for n in names)
             out.append(f"| {label} | " + " | ".join(cells) + f" | {goal} |")
         out.append("| retrains below the target | " + " | ".join(_missed(w[n]) for n in names)
-                   + " |" + " |")
+                   + " | |")
         for n in names:
             second = w[n]["second_search"]
             out.append(f"| {n}, asked again | cost {second['cost_ratio_to_first']:.2f} of the "
@@ -140,9 +145,9 @@ def readme() -> str:
         return "(no headline measured yet)"
     parts = []
     for name, r in headline["workloads"].items():
-        found, ran = r["speedup"], len(r["speedup"].get("values") or [])
-        held = (f" in the {found['n']} of {ran} repeats whose answer held, retrained with other "
-                f"seeds") if found["n"] < ran else ""
+        found = r["speedup"]
+        held = (f" in the {found['n']} of {_ran(found)} repeats whose answer held, retrained "
+                f"with other seeds") if found["n"] < _ran(found) else ""
         parts.append(f"on {name} at {r['full_epochs']} epochs, "
                      f"{_median(found['median'])}x as handed over{held} "
                      f"({_median(r['speedup_same_target']['median'])}x to the same target; the "

@@ -15,9 +15,10 @@ REPO = Path(__file__).resolve().parents[1]
 README_MAX_LINES = 250
 
 
-def _docs_script(name: str):
-    """docs/NAME.py, loaded as a module (docs/ is not a package)."""
-    spec = importlib.util.spec_from_file_location(f"docs_{name}", REPO / "docs" / f"{name}.py")
+def _docs_script(name: str, folder: str = "docs"):
+    """FOLDER/NAME.py, loaded as a module (docs/ and benchmarks/ are not packages)."""
+    spec = importlib.util.spec_from_file_location(f"{folder}_{name}",
+                                                  REPO / folder / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -103,7 +104,6 @@ def test_the_pages_quote_the_benchmarks_results():
             f"{figures.COMMAND} and commit the result")
 
 
-
 def test_a_repeat_whose_answer_missed_is_said_and_counts_as_no_speedup():
     """A headline median over the repeats whose answer held says over how many; the speedup
     target counts a repeat without a speedup (its answer, retrained with other seeds, missed the
@@ -114,10 +114,7 @@ def test_a_repeat_whose_answer_missed_is_said_and_counts_as_no_speedup():
     every = {"median": 3.1, "min": 3.0, "max": 3.2, "n": 3, "values": [3.0, 3.1, 3.2]}
     assert figures._median(every) == "3.10 (3.00-3.20)"
 
-    spec = importlib.util.spec_from_file_location("bench_headline",
-                                                  REPO / "benchmarks" / "headline.py")
-    headline = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(headline)
+    headline = _docs_script("headline", folder="benchmarks")
     blank = dict.fromkeys(["search_cost_baseline_runs", "payback_runs", "vs_reference",
                            "prediction_error", "hit_rate", "false_cuts"])
     assert headline.met({**blank, "speedup": held})["speedup"] is False  # median(2.98, 3.57, 0)
@@ -126,6 +123,7 @@ def test_a_repeat_whose_answer_missed_is_said_and_counts_as_no_speedup():
     assert headline.met({**blank, "speedup": every})["speedup"] is True
     assert headline.met({**blank, "speedup": {**held, "n": 0, "median": None,
                                               "values": [None] * 3}})["speedup"] is None
+
 
 def test_the_readmes_leaderboard_fits_120_columns():
     """The leaderboard the README's example output shows (the lines under `Leaderboard`, as

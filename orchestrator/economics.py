@@ -93,6 +93,10 @@ class Economics:
     found_epochs: int | None = None
     found_score: float | None = None
     """The answer's best validated score in its measured run."""
+    hold_margin: float | None = None
+    """How far above the target a run must end for another seed's to reach it (orchestrator/
+    lengths.py `hold_margin`); `holds`: the answer's did (None: no answer)."""
+    holds: bool | None = None
     pace_vs_confirmation: float | None = None
     """The measured run's samples/s over its confirmation's; None: nothing to hold it to (no
     answer, or one measured by an earlier search)."""
@@ -158,6 +162,8 @@ def compute(*, baseline: dict, target: float, measured: dict | None, cost_s: flo
                      "found": measured.get("first_use_s") if measured else None},
         found_epochs=int(measured["epochs"]) if measured else None,
         found_score=measured.get("best_score") if measured else None,
+        hold_margin=measured.get("hold_margin") if measured else None,
+        holds=measured.get("holds") if found_s else None,
         pace_vs_confirmation=_pace_ratio(measured) if found_s else None,
         stage_s={k: float(v) for k, v in (stage_s or {}).items()},
         losers_s=losers_s)
@@ -178,6 +184,10 @@ def lines(e: Economics, baseline: dict, errors: list[dict]) -> list[str]:
             out.append(f"  to the same target {e.speedup_same_target:.2f}x "
                        f"({e.baseline_time_to_target_s:.1f} s -> "
                        f"{e.found_time_to_target_s:.1f} s, each run's first epoch at it)")
+        if e.holds is False:
+            out.append(f"  on the line: its run ended {e.found_score - e.target:.4f} above the "
+                       f"target, within a retrain's noise ({e.hold_margin:.4f}): trained with "
+                       "another seed, it may end below it")
         if not pace_held(e.pace_vs_confirmation):
             out.append(f"  pace check: its measured run trained at {e.pace_vs_confirmation:.2f}x"
                        " its confirmation's samples/s (the same settings): this machine's speed "

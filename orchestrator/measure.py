@@ -29,6 +29,9 @@ question on this machine kind (the strategy's `known_measurement`), and not trai
 missed run's checkpoint where its decay began, so the lengths step up by a quarter
 (orchestrator/lengths.py).
 
+**A run on the line is lengthened once** (orchestrator/lengths.py `hold_margin`), and the
+longest run that reached is handed over; `holds` in measured.json says if it ended beyond it.
+
 A measured miss teaches as a confirmation's does:
 * **Lengthened only while it pays.** The third length is tried only where the second made up
   at least half of what the first still missed, or where what is still missing lies within the
@@ -66,7 +69,7 @@ from typing import Any
 from orchestrator.curves import best_score, first_at
 from orchestrator.evidence import learns_no_more
 from orchestrator.lengths import (CONTENDER, attempts, decay_epoch, going_on_from,
-                                  lengthening_pays)
+                                  hold_margin, lengthening_pays)
 from orchestrator.records import Role, TrialRecord
 from orchestrator.screen import race
 from orchestrator.stages import StageContext
@@ -154,12 +157,19 @@ def run(ctx: StageContext, strategy) -> None:
             passed_over.append(this)
         if (miss := this.miss(target)) is not None:
             missed.append(miss)
-    if not tried[-1]["reached"]:  # the longer runs passed over for what missed too, in order
+    if not _reached(tried):  # the longer runs passed over for what missed too, in order
         for this in passed_over:
             if _measure(ctx, strategy, this, tried, lambda: None):
                 break
-    answer = {**tried[-1], "attempts": tried}
+    # The longest run that reached, where one on the line was lengthened and the longer missed.
+    (answer,), margin = _reached(tried)[-1:] or tried[-1:], _margin(ctx)
+    holds = answer["reached"] and answer["best_score"] >= target + margin
+    answer = {**answer, "attempts": tried, "hold_margin": margin, "holds": holds}
     ctx.folder.measured.write_text(json.dumps(answer, indent=2, default=str))
+
+
+def _reached(tried: list[dict]) -> list[dict]:
+    return [t for t in tried if t["reached"]]
 
 
 @dataclass
@@ -170,6 +180,8 @@ class Lengths:
     planned: int
     lengths: list[int]
     runs: list[dict] = field(default_factory=list)
+    holding: bool = False
+    """Its last run reached the target on the line: the next length is trained once, to hold."""
 
     @classmethod
     def of(cls, ctx: StageContext, rec: TrialRecord) -> Lengths:
@@ -200,18 +212,20 @@ class Lengths:
 def _measure(ctx: StageContext, strategy, this: Lengths, tried: list[dict], sooner) -> bool:
     """Measure `this` at its lengths, shortest first, until one reaches the target (True), a
     lengthening stops paying, or `sooner()` names a candidate expected at the target before
-    its next length (the rest of its lengths are kept)."""
+    its next length (the rest of its lengths are kept). One on the line is lengthened once."""
     target = ctx.objective.target
     while this.lengths:
         epochs, runs = this.lengths[0], this.runs
-        if not lengthening_pays(runs, target):
+        if this.holding:
+            pass  # a run reached the target already: this one only tells whether it holds
+        elif not lengthening_pays(runs, target):
             ctx.say(f"measure: not {epochs} epochs: {runs[-2]['epochs']} -> "
                     f"{runs[-1]['epochs']} epochs moved its best score "
                     f"{runs[-1]['best_score'] - runs[-2]['best_score']:+.4f}, "
                     f"{target - runs[-1]['best_score']:.4f} still missing")
             this.lengths = []
             return False
-        other = sooner() if runs else None
+        other = sooner() if runs and not this.holding else None
         if other is not None:
             ctx.say(f"measure: {epochs} epochs of it only after {other.trial_id}: "
                     f"{this.next_s():.1f} s at its pace, {other.trial_id} is expected at the "
@@ -225,9 +239,25 @@ def _measure(ctx: StageContext, strategy, this: Lengths, tried: list[dict], soon
         runs.append(measured)
         tried.append(measured)
         ctx.say(describe(measured, target, ctx.search_id))
-        if measured["reached"]:
-            return True
+        if this.holding or (measured["reached"] and not _on_the_line(ctx, this)):
+            return _reached(runs) != []
     return False
+
+
+def _on_the_line(ctx: StageContext, this: Lengths) -> bool:
+    """`this`'s last run reached the target by less than `hold_margin`: its next is trained."""
+    margin, above = _margin(ctx), this.runs[-1]["best_score"] - ctx.objective.target
+    this.holding = above < margin and bool(this.lengths)
+    if this.holding:
+        ctx.say(f"measure: {this.runs[-1]['epochs']} epochs ended {above:.4f} above the target,"
+                f" within a retrain's noise ({margin:.4f}): another seed may miss it; "
+                f"{this.lengths[0]} epochs next")
+    return this.holding
+
+
+def _margin(ctx: StageContext) -> float:
+    return hold_margin((ctx.baseline or {}).get("curve") or [],
+                       getattr(ctx.objective, "tolerance", None))
 
 
 def _not_worth(ctx: StageContext, rec: TrialRecord) -> str | None:

@@ -93,6 +93,22 @@ def test_a_measured_run_whose_pace_moved_from_its_confirmations_is_said_not_corr
     assert nothing.pace_vs_confirmation is None
 
 
+def test_an_answer_on_the_line_is_said_to_be_one_another_seed_may_miss():
+    """measured.json says whether the answer's run ended beyond a retrain's noise (orchestrator/
+    lengths.py `hold_margin`); one that did not is said so beside its speedup, which stands."""
+    def held(holds):
+        measured = _measured(40.0, 30.0) | {"hold_margin": 0.0078, "holds": holds}
+        return compute(baseline=BASELINE, target=0.79, measured=measured, cost_s=90.0,
+                       confirmations=[])
+
+    line = [t for t in lines(held(False), BASELINE, []) if "on the line" in t]
+    assert line == ["  on the line: its run ended 0.0020 above the target, within a retrain's "
+                    "noise (0.0078): trained with another seed, it may end below it"]
+    assert held(False).speedup == pytest.approx(2.5)
+    assert not any("on the line" in t for t in lines(held(True), BASELINE, []))
+    assert held(True).to_dict()["holds"] and held(True).metrics()["hold_margin"] == 0.0078
+
+
 def test_no_answer_claims_no_speedup_and_a_slower_one_never_pays_back():
     none = compute(baseline=BASELINE, target=0.79, measured=_measured(40.0, None),
                    cost_s=50.0, confirmations=[])

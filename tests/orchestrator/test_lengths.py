@@ -35,3 +35,25 @@ def test_a_measured_run_keeps_its_checkpoint_where_its_decay_begins_and_the_next
     # A run that kept none (its decay began before the contender's epoch) leaves the winner's.
     assert going_on_from(winner, [{**missed, "decay_epoch": 13}])[0] == "race/16"
     assert going_on_from(winner, [{**missed, "decay_checkpoint": None}])[0] == "race/16"
+
+
+def test_one_scores_noise_is_read_off_the_second_half_of_the_baselines_curve():
+    """A saturating curve with scores scattered by 0.005 reads near 0.005 whatever its trend;
+    the first half (where the lr is high and the trend turns) is not read; fewer than 5 points
+    tell nothing, and then no margin is asked."""
+    import math
+    import random
+
+    from orchestrator.lengths import hold_margin, score_noise
+
+    rng = random.Random(0)
+    for sigma in (0.002, 0.005, 0.01):
+        curve = [[e, 0.9 - 0.5 * math.exp(-e / 30) + rng.gauss(0, sigma), float(e)]
+                 for e in range(1, 401)]
+        assert 0.8 * sigma < score_noise(curve) < 1.2 * sigma
+    wild_start = [[e, 0.2 if e % 2 else 0.6, float(e)] for e in range(1, 10)]
+    calm_end = [[e, 0.8, float(e)] for e in range(10, 21)]
+    assert score_noise(wild_start + calm_end) == 0.0
+    short = [[e, 0.8, float(e)] for e in range(1, 8)]  # epochs 4-7 in its second half
+    assert score_noise(short) is None and hold_margin(short) == 0.0
+    assert hold_margin([]) == 0.0

@@ -154,6 +154,9 @@ def run_workload(workload: str, args) -> dict:
                              {k: rep["result"].best_config.get(k)
                               for k in [*rep["result"].knobs, "epochs"]} for rep in repeats],
         "retrains_per_repeat": [rep["retrains"] for rep in repeats],
+        # Whether each answer's run ended beyond a retrain's noise (orchestrator/lengths.py).
+        "holds_per_repeat": [e.get("holds") for e in econ],
+        "hold_margin_per_repeat": [e.get("hold_margin") for e in econ],
         "second_search": asked_again["second"],
         "twice_the_budget": asked_again["twice_the_budget"],
         "reference": {"speedup": ref["speedup"], "found": ref["found"],

@@ -10,7 +10,9 @@ a confirmation may skip its validations (orchestrator/stopper.py).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+import statistics
+from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 
@@ -31,3 +33,18 @@ def first_at(curve: Sequence[Sequence[float]], target: float) -> Point | None:
 
 def best_score(curve: Sequence[Sequence[float]]) -> float | None:
     return max((float(s) for _, s, _ in curve), default=None)
+
+
+def scatter(curve: Sequence[Sequence[float]], from_share: float,
+            value: Callable[[float], float] = float) -> float | None:
+    """One point's noise on `curve` from `from_share` of its epochs on, in `value`s of its
+    scores: the standard deviation of their second differences (the trend cancels; each holds 6
+    variances of one point's), over sqrt(6). None where fewer than 5 points tell it."""
+    if not curve:
+        return None
+    n = max(int(e) for e, _, _ in curve)
+    values = [value(float(s)) for e, s, _ in curve if int(e) / n >= from_share]
+    if len(values) < 5:
+        return None
+    second = [a - 2 * b + c for a, b, c in zip(values, values[1:], values[2:])]
+    return statistics.pstdev(second) / math.sqrt(6)

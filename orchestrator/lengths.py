@@ -29,6 +29,7 @@ import math
 import statistics
 from typing import TYPE_CHECKING
 
+from orchestrator.curves import scatter
 from trainables.loop.schedules import DECAY_SHARE
 
 if TYPE_CHECKING:
@@ -124,14 +125,7 @@ def score_noise(curve: list) -> float | None:
     reads 0.0055 (classifier) and 0.0034 (unet3d), where their answers' scores spread by
     0.0017-0.0094 (pooled 0.0050) and 0.0022-0.0051 (0.0041) over 3 seeds each (docs/
     benchmarks.md). None where fewer than 5 points tell it."""
-    if not curve:
-        return None
-    n = max(int(e) for e, _, _ in curve)
-    scores = [float(s) for e, s, _ in curve if int(e) / n >= NOISE_FROM]
-    if len(scores) < 5:
-        return None
-    second = [a - 2 * b + c for a, b, c in zip(scores, scores[1:], scores[2:])]
-    return statistics.pstdev(second) / math.sqrt(6)
+    return scatter(curve, NOISE_FROM)
 
 
 def hold_margin(baseline_curve: list, tolerance: float | None = None) -> float:

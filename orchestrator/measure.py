@@ -216,9 +216,8 @@ def _measure(ctx: StageContext, strategy, this: Lengths, tried: list[dict], soon
     target = ctx.objective.target
     while this.lengths:
         epochs, runs = this.lengths[0], this.runs
-        if this.holding:
-            pass  # a run reached the target already: this one only tells whether it holds
-        elif not lengthening_pays(runs, target):
+        # Once a run reached the target on the line, the next only tells whether it holds.
+        if not this.holding and not lengthening_pays(runs, target):
             ctx.say(f"measure: not {epochs} epochs: {runs[-2]['epochs']} -> "
                     f"{runs[-1]['epochs']} epochs moved its best score "
                     f"{runs[-1]['best_score'] - runs[-2]['best_score']:+.4f}, "

@@ -56,10 +56,9 @@ calibration.py).
 from __future__ import annotations
 
 import math
-import statistics
 from dataclasses import dataclass
 
-from orchestrator.curves import first_at
+from orchestrator.curves import first_at, scatter
 from orchestrator.evidence import LIKELY, Evidence
 from orchestrator.screen.predict import epochs_to_target
 from trainables.loop.schedules import DECAY_SHARE
@@ -255,13 +254,8 @@ def noise(curve: list[list[float]]) -> float:
     standard deviation of its log error's second differences from `RUNG` of its schedule on
     (the trend cancels; each difference holds 6 variances of one point's noise), times
     `NOISE_SCALE`. Within [NOISE_FLOOR, SIGMA]; SIGMA where fewer than 5 points tell it."""
-    n = max(int(e) for e, _, _ in curve)
-    logs = [math.log(max(1.0 - float(s), 1e-6)) for e, s, _ in curve if int(e) / n >= RUNG]
-    if len(logs) < 5:
-        return SIGMA
-    second = [a - 2 * b + c for a, b, c in zip(logs, logs[1:], logs[2:])]
-    point = statistics.pstdev(second) / math.sqrt(6)
-    return min(SIGMA, max(NOISE_FLOOR, NOISE_SCALE * point))
+    point = scatter(curve, RUNG, lambda s: math.log(max(1.0 - s, 1e-6)))
+    return SIGMA if point is None else min(SIGMA, max(NOISE_FLOOR, NOISE_SCALE * point))
 
 
 def log_ratio(baseline: BaselineCurve, points: list[tuple[float, float]]

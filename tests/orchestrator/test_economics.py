@@ -1,35 +1,19 @@
-"""The answer's economics by their one definition (orchestrator/economics.py), the measure
-stage's lengths, and the race's extrapolation (orchestrator/screen/race.py): no Ray."""
+"""The answer's economics by their one definition (orchestrator/economics.py) and the measure
+stage's lengths: no Ray."""
 
 from __future__ import annotations
 
 import math
 
 import pytest
-from ray.tune.search import Searcher
 
 from orchestrator.economics import compute, lines
-from orchestrator.evidence import LIKELY, PRECISION_COST, Evidence
 from orchestrator.measure import attempts, validation_cadence
 from orchestrator.records import TrialRecord
-from orchestrator.screen.confirm import Confirmations, judged_at
-from orchestrator.screen.predict import Prediction
-from orchestrator.screen.race import (DECIDE_AT, NOISE_FLOOR, SIGMA, BaselineCurve, RaceRule,
-                                      expect, noise)
+from tests.orchestrator.baselines import BASELINE
 from trainables.config import TrialConfig
 from trainables.loop.fit import validates
 from trainables.status import TrialStatus
-
-# Baseline: 10 epochs of 10 s, S = 0.80; the target 0.79 first at epoch 8 (80 s).
-BASELINE = {"train_time_s": 100.0, "val_score": 0.80, "epochs": 10,
-            "curve": [[e, [0.5, 0.6, 0.65, 0.7, 0.74, 0.76, 0.78, 0.79, 0.795, 0.80][e - 1],
-                       10.0 * e] for e in range(1, 11)]}
-# The same run whose validations scatter as unet3d's Dice did (two dips of 4-6 points): the race
-# holds each of a contender's points no surer than SIGMA (race.noise), where BASELINE's smooth
-# curve gives 0.03.
-NOISY = BASELINE | {"curve": [
-    [e, [0.5, 0.6, 0.65, 0.7, 0.66, 0.76, 0.72, 0.79, 0.795, 0.80][e - 1], 10.0 * e]
-    for e in range(1, 11)]}
 
 
 def _measured(train_s: float, at_s: float | None, epochs: int = 6, knobs=None) -> dict:
@@ -144,176 +128,12 @@ def test_a_long_measured_run_validates_about_32_times_and_at_its_end():
     assert len(checked) == 31 and checked[-1] == 214  # 7, 14, ..., 210 and the last
 
 
-def test_the_race_expects_a_contender_that_learns_as_the_baseline_where_the_baseline_got_there():
-    curve = BaselineCurve(BASELINE["curve"])
-    like = [(e / 10, s) for e, s, _ in BASELINE["curve"][:4]]  # its first 40%, exactly
-    found = expect(curve, like, 0.79, planned=10, pace=(4, 8.0, 2.0))
-    # r = 0: it reaches the target at epoch 8, as the baseline did: 8 + (8 - 4) x 2 s = 16 s.
-    assert found.ratio == pytest.approx(1.0)
-    assert found.mid_s == pytest.approx(16.0)
-    assert found.low_s <= found.mid_s <= found.high_s <= 8.0 + 6 * 2.0  # by its plan's end
-    worse = [(p, 1 - (1 - s) * 3) for p, s in like]  # three times the error, all along
-    short = expect(curve, worse, 0.79, planned=10, pace=(4, 8.0, 2.0))
-    assert short.ratio > 1.5 and math.isinf(short.mid_s)
-
-
-def test_the_race_decides_cuts_a_loser_and_teaches_the_evidence():
-    evidence = Evidence()
-    rule = RaceRule(BASELINE, 0.79, evidence)
-
-    def run(tid, scores, pace=2.0):
-        out = None
-        for e, s in enumerate(scores, 1):
-            out = rule(tid, {"epoch": e, "epochs_planned": 10, "train_time_s": pace * e,
-                             "val_score": s, "val_epoch": e})
-            if out is not None:
-                evidence.stopped(tid, *out)
-                return e, out
-        return None, None
-
-    epoch, (status, reason) = run("fast", [0.5, 0.6, 0.65, 0.7])
-    # Decided at the first epoch past DECIDE_AT of its 10: its bounds never come within TOLD.
-    assert status == TrialStatus.DECIDED and epoch == math.ceil(DECIDE_AT * 10)
-    assert "expected at the target" in reason
-    low, mid, high, at, reach, paced = evidence.expectation("fast")
-    assert low <= mid <= high and at <= 10 and 0 < reach <= 1
-    # Learning as the baseline does, it gets there at the baseline's epoch 8, at 2 s an epoch.
-    assert paced == pytest.approx(16.0)
-    assert evidence.best_bound() == pytest.approx(high)
-    # Five times slower an epoch: its soonest is later than the first's latest: cut.
-    epoch, (status, reason) = run("slow", [0.5, 0.6, 0.65], pace=10.0)
-    assert status == TrialStatus.PRUNED and reason.startswith("extrapolated slower")
-    # One that learns nothing is a miss, taught as one.
-    epoch, (status, reason) = run("flat", [0.2, 0.2, 0.2, 0.2])
-    assert status == TrialStatus.PRUNED and "short of the target" in reason
-    assert evidence.shortfall("flat") > 0
-
-
-def _decided(rule: RaceRule, evidence: Evidence, scores: list[float], config: dict
-             ) -> tuple[TrialStatus, str, float]:
-    """Contender "a" of `config` raced on `scores` (one a validated epoch, 2 s each, of a
-    10-epoch plan) until the rule stops it: (status, reason, its chance to reach the target)."""
-    for e, score in enumerate(scores, 1):
-        out = rule("a", {"epoch": e, "epochs_planned": 10, "train_time_s": 2.0 * e,
-                         "val_score": score, "val_epoch": e, "config": config})
-        if out is not None:
-            break
-    evidence.stopped("a", *out)
-    *_, reach, _ = evidence.expectation("a")
-    return (*out, reach)
-
-
-def test_one_decided_as_unlikely_to_reach_sends_the_next_confirmation_to_another_model():
-    """Deciding by a quarter of a schedule, against a baseline whose validations scatter, a
-    contender behind it is rarely cut as short (its reach is 0.3-0.45, not below 0.2): it is
-    decided. Its model is doubted, so the
-    next confirmation goes to a model without its values, and its plan's end bounds no other's
-    time. Otherwise all four of the classifier's confirmations went to width 0.5, and missed."""
-    evidence = Evidence()
-    rule = RaceRule(NOISY, 0.79, evidence)
-    thin, thin_smaller, wide = ({"width": 0.5, "batch_size": 8}, {"width": 0.5, "batch_size": 4},
-                                {"width": 1.0, "batch_size": 8})
-    searcher = Confirmations([thin, thin_smaller, wide], [4.0, 5.0, 6.0], evidence)
-    assert searcher.suggest("a") == thin
-    # ~1.25x the baseline's error
-    status, _, reach = _decided(rule, evidence, [0.4, 0.5, 0.55], thin)
-    assert status == TrialStatus.DECIDED and 0.2 < reach < LIKELY
-    assert evidence.best_bound() is None  # it may well not get there: it bounds nothing
-    assert searcher.suggest("b") == wide  # not the same thin model at a smaller batch
-
-
-def test_one_decided_as_unlikely_rules_out_its_model_at_a_larger_batch():
-    """Of the baseline's own model (no value of it can be doubted), one decided as unlikely to
-    reach the target rules out that model at as large a batch or larger, as a miss would: the
-    next confirmation goes to the smaller batch, not to one that learns less still. At the
-    classifier's 60 epochs the race otherwise spent its four confirmations on batch 64-256,
-    each decided unlikely, where the answer was batch 32."""
-    evidence = Evidence()
-    rule = RaceRule(NOISY, 0.79, evidence)
-    big, bigger, small = ({"width": 1.0, "batch_size": 16}, {"width": 1.0, "batch_size": 32},
-                          {"width": 1.0, "batch_size": 8})
-    searcher = Confirmations([big, bigger, small], [4.0, 5.0, 6.0], evidence)
-    assert searcher.suggest("a") == big
-    status, _, reach = _decided(rule, evidence, [0.4, 0.5, 0.55], big)
-    assert status == TrialStatus.DECIDED and reach < LIKELY
-    assert searcher.suggest("b") == small
-    assert searcher.suggest("c") is Searcher.FINISHED  # batch 32 learns no more than 16
-
-
-@pytest.mark.parametrize("scores, finer_too", [([0.4, 0.5, 0.55], True),
-                                               ([0.45, 0.55, 0.6], False)])
-def test_one_decided_unlikely_far_short_rules_out_a_finer_precision_too(scores, finer_too):
-    """Its expected shortfall is its miss: expected to end further below the target than a
-    precision can make up, the same model at fp32 learns no more either; just short, fp32 is
-    still confirmed (bf16's mantissa cost the classifier about a point)."""
-    evidence = Evidence()
-    rule = RaceRule(NOISY, 0.79, evidence)
-    bf16, fp32, small = ({"width": 1.0, "batch_size": 16, "precision": "bf16-mixed"},
-                         {"width": 1.0, "batch_size": 16, "precision": "fp32"},
-                         {"width": 1.0, "batch_size": 8, "precision": "bf16-mixed"})
-    searcher = Confirmations([bf16, fp32, small], [4.0, 5.0, 6.0], evidence)
-    assert searcher.suggest("a") == bf16
-    status, _, reach = _decided(rule, evidence, scores, bf16)
-    assert status == TrialStatus.DECIDED and reach < LIKELY
-    (_, gap), = evidence.shortfalls()
-    assert (gap > PRECISION_COST) == finer_too
-    assert searcher.suggest("b") == (small if finer_too else fp32)
-
-
-def test_a_point_is_held_as_uncertain_as_the_baselines_own_curve_scatters():
-    """The race's noise is read off the baseline's curve: its floor for one without scatter,
-    more the more its validations scatter, at most SIGMA (set on unet3d), and SIGMA where too
-    few points tell it."""
-    def dipped(by: float) -> list:  # BASELINE's validations at epochs 5 and 7 `by` lower
-        return [[e, s - by * (e in (5, 7)), t] for e, s, t in BASELINE["curve"]]
-
-    geometric = [[e, 1.0 - 0.5 * 0.8 ** e, 10.0 * e] for e in range(1, 11)]  # no scatter
-    assert noise(geometric) == NOISE_FLOOR
-    readings = [noise(dipped(by)) for by in (0.0, 0.01, 0.02, 0.03)]
-    assert NOISE_FLOOR < readings[0] and readings == sorted(set(readings))
-    assert readings[-1] < SIGMA == noise(NOISY["curve"])
-    assert noise(BASELINE["curve"][:4]) == SIGMA  # 4 points: too few to tell
-
-
-def test_a_contender_behind_a_smooth_baseline_is_cut_as_short_and_taught_as_a_miss():
-    """Against a baseline whose curve scatters little, a contender 1.2x its error at equal
-    progress is surely short: cut at its first judgment and taught as a miss (the classifier's
-    width-0.5 contenders, held no surer than unet3d's Dice, were decided at a 0.3 chance and
-    measured, and each ended 2-5 points short). Against a noisy one it is only decided."""
-    config = {"width": 0.5, "batch_size": 16}
-    outcomes = {}
-    for name, baseline in (("smooth", BASELINE), ("noisy", NOISY)):
-        evidence = Evidence()
-        status, reason, reach = _decided(RaceRule(baseline, 0.79, evidence), evidence,
-                                         [0.4, 0.5, 0.55], config)
-        outcomes[name] = (status, reach, evidence.misses())
-    status, reach, misses = outcomes["smooth"]
-    assert status == TrialStatus.PRUNED and reach < 0.05
-    assert [c for c, _ in misses] == [config]
-    status, reach, misses = outcomes["noisy"]
-    assert status == TrialStatus.DECIDED and 0.2 < reach < LIKELY and misses == []
-
-
 def test_a_decided_hit_has_a_prediction_error_against_its_measured_run():
     decided = _trial("d", "decided")
     decided.metrics["predicted_time_to_target_s"] = 36.0
     e = compute(baseline=BASELINE, target=0.79, measured=_measured(40.0, 30.0, epochs=9),
                 cost_s=90.0, confirmations=[decided], base={})
     assert e.prediction_error == pytest.approx(0.2)  # (36 - 30) / 30, its run as handed over
-
-
-def test_the_race_hands_over_the_epoch_it_expects_not_its_pessimistic_one():
-    curve = BaselineCurve(BASELINE["curve"])
-    like = [(e / 20, s) for e, s in [(2, 0.5), (4, 0.6), (6, 0.65), (8, 0.7)]]
-    # A 20-epoch plan learning as the baseline's 10 (at equal progress): it is expected at the
-    # target where the baseline got there, 80% of its plan (epoch 16), though its pessimistic
-    # bound needs the whole plan.
-    found = expect(curve, like, 0.79, planned=20, pace=(8, 16.0, 2.0))
-    assert found.epoch == 16 and found.mid_s == pytest.approx(16.0 + 8 * 2.0)
-    assert found.high_s > found.mid_s
-    assert 0.5 < found.reach <= 1.0  # as likely as the baseline to get there, or more
-    worse = [(p, 1 - (1 - s) * 1.15) for p, s in like]  # 15% more error, all along
-    assert expect(curve, worse, 0.79, planned=20, pace=(8, 16.0, 2.0)).reach < found.reach
 
 
 def _told(tid: str, seconds: float, reach: float) -> TrialRecord:
@@ -345,109 +165,3 @@ def test_the_cost_is_shown_stage_by_stage_with_what_went_to_configurations_not_h
     (line,) = [t for t in lines(e, BASELINE, []) if "by stage" in t]
     assert "screen 20 s, confirm 30 s, measure 40 s" in line and "predict" not in line
     assert "7 s of it trained configurations not handed over" in line
-
-
-def test_the_race_reads_a_contenders_best_so_far_as_it_reads_the_baselines():
-    def told(scores):
-        evidence = Evidence()
-        rule = RaceRule(BASELINE, 0.79, evidence)
-        for e, s in enumerate(scores, 1):
-            if rule("c", {"epoch": e, "epochs_planned": 10, "train_time_s": 2.0 * e,
-                          "val_score": s, "val_epoch": e}) is not None:
-                break
-        return evidence.expectation("c")
-
-    # A dip at epoch 3 says no more than the best before it: both sides are envelopes.
-    assert told([0.5, 0.6, 0.45, 0.7]) == told([0.5, 0.6, 0.6, 0.7])
-    assert told([0.5, 0.6, 0.45, 0.7]) != told([0.5, 0.6, 0.65, 0.7])
-
-
-def _decide(evidence: Evidence, tid: str, predicted_s: float, told: tuple) -> None:
-    """A contender proposed at `predicted_s` that the race decided as `told` (low, mid, high,
-    epoch, reach, paced)."""
-    evidence.expect(tid, predicted_s)
-    evidence.expected(tid, *told)
-    evidence.stopped(tid, TrialStatus.DECIDED, "decided")
-
-
-def test_a_candidate_must_beat_the_best_expected_time_not_the_best_pessimistic_one():
-    """At a quarter of a plan the race's pessimistic bound was 2-3.5x its expected time
-    (unet3d, 32 epochs): against it, a candidate predicted 30% slower than the decided best
-    was still confirmed, and could only lose. The bar is the best expected time; the
-    prediction's own error is the slack's."""
-    evidence = Evidence()
-    fast, slow, thin = {"batch_size": 8}, {"batch_size": 2}, {"batch_size": 8, "width": 0.5}
-    searcher = Confirmations([fast, slow], [16.0, 23.0], evidence)
-    assert searcher.suggest("a") == fast
-    # Expected at 17.6 s, 10-35 s; its pace 1.125x the predicted one (18 s for 16 s).
-    _decide(evidence, "a", 16.0, (9.9, 17.6, 34.6, 25, 0.86, 18.0))
-    assert evidence.best_bound() == pytest.approx(34.6)
-    assert evidence.best_expected() == pytest.approx(17.6)
-    # 23 s predicted, 25.9 s at the measured pace, 19.4 s with the slack: under the
-    # pessimistic bound, over the expected time.
-    assert searcher.next_index() is None and searcher.suggest("b") == "FINISHED"
-    # A decided contender unlikely to reach the target is no bar either.
-    other = Evidence()
-    _decide(other, "t", 5.0, (5.0, 9.0, 30.0, 40, 0.3, 5.0))
-    assert other.best_expected() is None
-    assert Confirmations([thin], [12.0], other).next_index() == 0
-
-
-def _prediction(config: dict, planned: int, predicted: int, seconds: float) -> Prediction:
-    return Prediction(config=config, samples_per_s=100.0, epochs_ratio=1.0,
-                      planned_epochs=planned, predicted_epochs=predicted,
-                      predicted_time_s=seconds, predicted_speedup=10.0)
-
-
-def test_a_bet_on_a_slower_prediction_is_made_only_where_the_race_tells_it_cheaply():
-    """unet3d at 128 epochs: the baseline reached the target a quarter into its schedule, so
-    every contender is predicted there too, where the race decides it (DECIDE_AT of its
-    plan). A candidate predicted 2% slower than the measured best was confirmed for the
-    slack and cut by the stopper once it had trained as long as the best took: 55 s of a
-    161-s search. Where the race judges at well under the bar (32 epochs: the baseline reached
-    the target halfway), the same bet stands, and without a race (judged None) every bet
-    stands as before; so does a bet against an expected time, not a measured one."""
-    evidence = Evidence()
-    best = {"batch_size": 4, "width": 1.0}
-    evidence.expect("best", 28.1)
-    evidence.reached("best", 27.8, best)
-    near_tie = _prediction({"batch_size": 8, "width": 1.0}, 182, 45, 28.3)
-    halfway = _prediction({"batch_size": 8, "width": 0.5}, 49, 25, 30.0)
-    faster = _prediction({"batch_size": 2, "width": 0.5}, 182, 45, 26.0)
-    # A quarter of 182 epochs at 28.3 s per 45: 28.6 s, past 0.75 x 27.8 s.
-    assert judged_at(near_tie) == pytest.approx(DECIDE_AT * 182 * 28.3 / 45)
-    todo = [near_tie, halfway]
-    raced = Confirmations([p.config for p in todo], [p.predicted_time_s for p in todo],
-                          evidence, judged=[judged_at(p) for p in todo])
-    assert raced.suggest("h") == halfway.config  # decided by 14.7 s: the bet stands
-    assert raced.next_index() is None  # the near tie costs the bar: not proposed
-    # Without a race, or where the prediction itself beats the bar, it is proposed.
-    assert Confirmations([near_tie.config], [28.3], evidence).next_index() == 0
-    assert Confirmations([faster.config], [26.0], evidence,
-                         judged=[judged_at(faster)]).next_index() == 0
-    # Against a decided contender's expected time (11-44 s around 15 s: no stopper cuts there)
-    # the bet stands: held to it, a 128-epoch search never confirmed a width-1.0 model.
-    decided = Evidence()
-    _decide(decided, "thin", 10.8, (11.4, 14.6, 44.2, 60, 0.63, 11.2))
-    wide = _prediction({"batch_size": 8, "width": 1.0}, 182, 45, 14.2)
-    assert decided.best_expected() == pytest.approx(14.6) and decided.best_s is None
-    assert Confirmations([wide.config], [14.2], decided,
-                         judged=[judged_at(wide)]).next_index() == 0
-
-
-def test_decided_contenders_calibrate_the_predictions_by_their_pace_alone():
-    """In the race nothing trains to the target, so what calibrates the predictions is each
-    decided contender's pace: its time at the predicted epochs, over the prediction. Not its
-    expected time, which also holds how much worse it learns (a width-0.5 model expected at
-    epoch 152 of 182 where 45 were predicted): scaled by that, the next model's prediction
-    would have looked 3.4x slower, and the answer (unet3d, 128 epochs) was never confirmed."""
-    evidence = Evidence()
-    _decide(evidence, "thin", 10.7, (11.2, 36.3, 43.5, 152, 0.53, 11.0))
-    assert evidence.calibration() == pytest.approx(11.0 / 10.7)
-    wide = {"batch_size": 8, "width": 1.0}
-    # Predicted 28.4 s: 29.2 s calibrated, 21.9 s with the slack, under the thin one's 36.3 s.
-    assert Confirmations([wide], [28.4], evidence).next_index() == 0
-    # Where a run ended at the target, its measured time counts as before.
-    evidence.expect("hit", 20.0)
-    evidence.reached("hit", 30.0, wide)
-    assert evidence.calibration() == pytest.approx((11.0 / 10.7 + 1.5) / 2)

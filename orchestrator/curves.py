@@ -16,6 +16,10 @@ from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 
+# A normal distribution's standard deviation over its median absolute deviation.
+NORMAL_MAD = 1.4826
+
+
 class Point(NamedTuple):
     epoch: int
     score: float
@@ -36,10 +40,13 @@ def best_score(curve: Sequence[Sequence[float]]) -> float | None:
 
 
 def scatter(curve: Sequence[Sequence[float]], from_share: float,
-            value: Callable[[float], float] = float) -> float | None:
+            value: Callable[[float], float] = float, robust: bool = False) -> float | None:
     """One point's noise on `curve` from `from_share` of its epochs on, in `value`s of its
     scores: the standard deviation of their second differences (the trend cancels; each holds 6
-    variances of one point's), over sqrt(6). None where fewer than 5 points tell it."""
+    variances of one point's), over sqrt(6). `robust`: read as NORMAL_MAD times their median
+    absolute deviation instead, the same for normal noise but blind to a few large moves (a dip,
+    a stretch at a high lr) that the standard deviation reads as noise. None where fewer than 5
+    points tell it."""
     if not curve:
         return None
     n = max(int(e) for e, _, _ in curve)
@@ -47,4 +54,9 @@ def scatter(curve: Sequence[Sequence[float]], from_share: float,
     if len(values) < 5:
         return None
     second = [a - 2 * b + c for a, b, c in zip(values, values[1:], values[2:])]
-    return statistics.pstdev(second) / math.sqrt(6)
+    if robust:
+        middle = statistics.median(second)
+        spread = NORMAL_MAD * statistics.median(abs(d - middle) for d in second)
+    else:
+        spread = statistics.pstdev(second)
+    return spread / math.sqrt(6)

@@ -274,24 +274,31 @@ def test_a_run_beyond_a_retrains_noise_is_handed_over_and_a_longer_miss_keeps_th
     assert [a["epochs"] for a in answer["attempts"]] == [8, 10]
 
 
-def test_a_dip_in_the_baselines_curve_asks_no_answer_to_beat_the_baselines_own_score(tmp_path):
-    """unet3d's seed-2 baseline dipped to Dice 0.796 at epoch 8 of 16: its curve read one
-    score's noise as 0.018, a margin of 0.025 over a tolerance of 0.01 (docs/benchmarks.md).
-    The margin is held to the tolerance: a run that ends above the baseline's own S holds."""
+def test_a_noisy_baseline_asks_no_answer_to_beat_the_baselines_own_score(tmp_path):
+    """unet3d's seed-2 baseline dipped to Dice 0.796 at epoch 8 of 16: read as a standard
+    deviation, its curve told one score's noise as 0.018, a margin of 0.025 over a tolerance of
+    0.01 (docs/benchmarks.md). Read robustly, a dip is no noise. A curve that is noisy
+    throughout still reads more than the tolerance: the margin is held to it, and a run that
+    ends above the baseline's own S holds."""
+    import random
+
     from orchestrator.lengths import hold_margin
 
     dipped = [[e, s, 2.4 * e] for e, s in enumerate(
         [0.79, 0.84, 0.89, 0.89, 0.92, 0.88, 0.91, 0.7958, 0.9318, 0.9423, 0.9482, 0.9472,
          0.949, 0.9525, 0.9523, 0.9518], start=1)]
-    assert hold_margin(dipped) > 0.02
+    assert hold_margin(dipped) < 0.005
+    rng = random.Random(0)
+    noisy = [[e, 0.95 + rng.gauss(0, 0.015), 0.6 * e] for e in range(1, 65)]
+    assert hold_margin(noisy) > 0.02
     contender = _told("a", 4, 22, 11, 12.0)
     contender.knobs |= {"schedule": "wsd", "warmup_epochs": 5.0}
     target = 0.9418
     runs = {(4, 11): [0.9] * 10 + [target + 0.0105], (4, 14): [0.9] * 13 + [target + 0.02]}
     asked, answer, _ = _measure_stage(tmp_path, [contender], runs, target=target,
-                                      baseline_curve=dipped, tolerance=0.01)
+                                      baseline_curve=noisy, tolerance=0.01)
     assert asked == [(4, 11)] and answer["holds"] and answer["hold_margin"] == 0.01
     runs[(4, 11)] = [0.9] * 10 + [target + 0.0095]
     asked, answer, _ = _measure_stage(tmp_path, [contender], runs, target=target,
-                                      baseline_curve=dipped, tolerance=0.01)
+                                      baseline_curve=noisy, tolerance=0.01)
     assert asked == [(4, 11), (4, 14)] and answer["epochs"] == 14 and answer["holds"]

@@ -128,7 +128,9 @@ def score_noise(curve: list) -> float | None:
     reads 0.0009. On the headline's baselines it reads 0.0030-0.0079 (classifier) and
     0.0010-0.0034 (unet3d), where their answers' scores spread by 0.0048-0.0057 and 0.0018-
     0.0046 (root mean squares 0.0055 against 0.0052, and 0.0024 against 0.0032: docs/
-    benchmarks.md). None where fewer than 5 points tell it."""
+    benchmarks.md). One curve tells another configuration's seeds only roughly: unet3d's seed-1
+    baseline read 0.0010, where its answer (batch 2, 10 epochs) spread by 0.0050 and two of its
+    three retrains missed. None where fewer than 5 points tell it."""
     return scatter(curve, NOISE_FROM, robust=True)
 
 

@@ -126,11 +126,11 @@ def score_noise(curve: list) -> float | None:
     second half starts there (Dice 0.936-0.959 epoch to epoch) and read 0.0059, where its
     answers' scores spread by 0.0006 and 0.0014 over 3 seeds each; the median absolute deviation
     reads 0.0009. On the headline's baselines it reads 0.0030-0.0079 (classifier) and
-    0.0010-0.0034 (unet3d), where their answers' scores spread by 0.0048-0.0057 and 0.0018-
-    0.0046 (root mean squares 0.0055 against 0.0052, and 0.0024 against 0.0032: docs/
-    benchmarks.md). One curve tells another configuration's seeds only roughly: unet3d's seed-1
-    baseline read 0.0010, where its answer (batch 2, 10 epochs) spread by 0.0050 and two of its
-    three retrains missed. None where fewer than 5 points tell it."""
+    0.0010-0.0034 (unet3d), where their answers' scores spread by 0.0044-0.0061 and 0.0018-
+    0.0050 over 3 seeds each, in two runs of the headline (docs/benchmarks.md). One curve tells
+    another configuration's seeds only roughly: unet3d's seed-1 baseline read 0.0010, where its
+    answer (batch 2, 10 epochs) spread by 0.0050 and two of its three retrains missed. None
+    where fewer than 5 points tell it."""
     return scatter(curve, NOISE_FROM, robust=True)
 
 

@@ -90,20 +90,26 @@ def test_the_race_decides_cuts_a_loser_and_teaches_the_evidence():
     assert evidence.shortfall("flat") > 0
 
 
+def _first_of_three_behind(configs: list[dict]):
+    """Three confirmations against the noisy baseline; the first suggested is raced and scores
+    ~1.25x the baseline's error. (searcher, evidence, its status, its reach)."""
+    evidence = Evidence()
+    rule = RaceRule(NOISY, 0.79, evidence)
+    searcher = Confirmations(configs, [4.0, 5.0, 6.0], evidence)
+    assert searcher.suggest("a") == configs[0]
+    status, _, reach = _decided(rule, evidence, [0.4, 0.5, 0.55], configs[0])
+    return searcher, evidence, status, reach
+
+
 def test_one_decided_as_unlikely_to_reach_sends_the_next_confirmation_to_another_model():
     """Deciding by a quarter of a schedule, against a baseline whose validations scatter, a
     contender behind it is rarely cut as short (its reach is 0.3-0.45, not below 0.2): it is
     decided. Its model is doubted, so the
     next confirmation goes to a model without its values, and its plan's end bounds no other's
     time. Otherwise all four of the classifier's confirmations went to width 0.5, and missed."""
-    evidence = Evidence()
-    rule = RaceRule(NOISY, 0.79, evidence)
     thin, thin_smaller, wide = ({"width": 0.5, "batch_size": 8}, {"width": 0.5, "batch_size": 4},
                                 {"width": 1.0, "batch_size": 8})
-    searcher = Confirmations([thin, thin_smaller, wide], [4.0, 5.0, 6.0], evidence)
-    assert searcher.suggest("a") == thin
-    # ~1.25x the baseline's error
-    status, _, reach = _decided(rule, evidence, [0.4, 0.5, 0.55], thin)
+    searcher, evidence, status, reach = _first_of_three_behind([thin, thin_smaller, wide])
     assert status == TrialStatus.DECIDED and 0.2 < reach < LIKELY
     assert evidence.best_bound() is None  # it may well not get there: it bounds nothing
     assert searcher.suggest("b") == wide  # not the same thin model at a smaller batch
@@ -115,13 +121,9 @@ def test_one_decided_as_unlikely_rules_out_its_model_at_a_larger_batch():
     next confirmation goes to the smaller batch, not to one that learns less still. At the
     classifier's 60 epochs the race otherwise spent its four confirmations on batch 64-256,
     each decided unlikely, where the answer was batch 32."""
-    evidence = Evidence()
-    rule = RaceRule(NOISY, 0.79, evidence)
     big, bigger, small = ({"width": 1.0, "batch_size": 16}, {"width": 1.0, "batch_size": 32},
                           {"width": 1.0, "batch_size": 8})
-    searcher = Confirmations([big, bigger, small], [4.0, 5.0, 6.0], evidence)
-    assert searcher.suggest("a") == big
-    status, _, reach = _decided(rule, evidence, [0.4, 0.5, 0.55], big)
+    searcher, _, status, reach = _first_of_three_behind([big, bigger, small])
     assert status == TrialStatus.DECIDED and reach < LIKELY
     assert searcher.suggest("b") == small
     assert searcher.suggest("c") is Searcher.FINISHED  # batch 32 learns no more than 16

@@ -25,7 +25,10 @@ reached the target an epoch apart, docs/benchmarks.md). Once one twin is decided
 target at epoch E, or had not by the epoch k it was cut at), another's time to the target is
 known after two of its epochs: E - TWIN_MARGIN (or k + 1 - TWIN_MARGIN) epochs at its own
 measured pace. On unet3d an fp32 twin of a bf16 run that reached the target was otherwise
-trained 9-11 s (a third of a baseline run) to learn what its second epoch showed.
+trained 9-11 s (a third of a baseline run) to learn what its second epoch showed. Where the race
+decided a twin, one at no finer a precision is expected where it is, at its own pace, and is not
+raced where that cannot win (`twin_expected`): a bf16 twin of an fp32 contender decided at
+22.4 s, timed by the screen at the same pace, was raced 10.7 s to be decided at 22.5 s.
 """
 
 from __future__ import annotations
@@ -65,11 +68,14 @@ class Evidence:
         self._held: list[dict] = []  # earlier searches' configurations that reached it
         self._earlier_missed: list[tuple[dict, float]] = []
         self._expected: dict[str, float] = {}  # trial -> its predicted time to the target
+        self._configs: dict[str, dict] = {}  # trial -> its configuration, as proposed
         self._told: dict[str, tuple[float, float, float, int, float, float]] = {}  # the race's
         self._earlier_told: list[tuple[float, float]] = []  # earlier decided (latest, expected)
         # decided, but expected to end short of the target: (configuration, by how much)
         self._unlikely: list[tuple[dict, float]] = []
         self._ratios: list[float] = []  # measured / predicted of earlier searches' results
+        # earlier decided contenders likely to reach it: (configuration, expected s, predicted s)
+        self._earlier_twins: list[tuple[dict, float, float]] = []
 
     # -- what trials say -------------------------------------------------------------------
     def baseline_reached(self, config: dict[str, Any]) -> None:
@@ -91,9 +97,12 @@ class Evidence:
         """A decision ended the trial, with this status and reason."""
         self._stopped[trial_id] = (status, reason)
 
-    def expect(self, trial_id: str, predicted_s: float) -> None:
-        """The time to the target predicted for a trial (calibrates later predictions)."""
+    def expect(self, trial_id: str, predicted_s: float, config: dict | None = None) -> None:
+        """The time to the target predicted for a trial (calibrates later predictions), and
+        the configuration it trains (tells its twins, `twin_expected`)."""
         self._expected[trial_id] = float(predicted_s)
+        if config is not None:
+            self._configs[trial_id] = dict(config)
 
     def expected(self, trial_id: str, low_s: float, mid_s: float, high_s: float,
                  epoch: int, reach: float = 1.0, paced_s: float = math.nan) -> None:
@@ -128,10 +137,12 @@ class Evidence:
             self._ratios.append(ratio)
 
     def earlier_expected(self, config: dict, high_s: float, reach: float = 1.0,
-                         mid_s: float = math.inf, pace_ratio: float | None = None) -> None:
+                         mid_s: float = math.inf, pace_ratio: float | None = None,
+                         predicted_s: float | None = None) -> None:
         """A contender an earlier search's race decided: it reaches the target by `high_s`,
         expected at `mid_s`, with a `reach` chance (an unlikely one bounds nothing, and is
-        doubted); `pace_ratio`: its measured pace over the predicted one."""
+        doubted); `pace_ratio`: its measured pace over the predicted one; `predicted_s`: its
+        time to the target as this search's screen predicts it (tells its twins)."""
         if pace_ratio is not None:  # (`pace_ratio` below: finite and positive, or None)
             self._ratios.append(pace_ratio)
         if reach < LIKELY:
@@ -139,6 +150,8 @@ class Evidence:
             return
         self._held.append(dict(config))
         self._earlier_told.append((float(high_s), float(mid_s)))
+        if predicted_s is not None and predicted_s > 0 and math.isfinite(mid_s):
+            self._earlier_twins.append((dict(config), float(mid_s), float(predicted_s)))
 
     def earlier_missed(self, config: dict, short_by: float) -> None:
         self._earlier_missed.append((dict(config), float(short_by)))
@@ -170,9 +183,28 @@ class Evidence:
 
     def _decided_likely(self, besides: str | None = None) -> list[tuple]:
         """What the race told of each decided contender likely to reach the target."""
-        return [t for trial, t in self._told.items()
+        return [self._told[trial] for trial in self._likely(besides)]
+
+    def _likely(self, besides: str | None = None) -> list[str]:
+        """The decided contenders likely to reach the target."""
+        return [trial for trial, t in self._told.items()
                 if trial != besides and t[4] >= LIKELY
                 and self._stopped.get(trial, (None,))[0] == TrialStatus.DECIDED]
+
+    def twin_expected(self, config: dict, predicted_s: float) -> float | None:
+        """The time to the target `config` is expected at where the race decided a twin of it
+        (its run at another precision) as likely to reach it, at as many mantissa bits or
+        more: the twin's expected time at this one's pace (`predicted_s` over the twin's
+        predicted time, one screen's timings). Twins learn alike (above), so the race's reading
+        of the twin's curve is this one's; only the pace differs. Not a finer precision's: it
+        may learn more (`PRECISION_COST`). The fastest such; None where no twin tells it."""
+        told = [(self._configs[trial], self._told[trial][1], self._expected.get(trial, 0.0))
+                for trial in self._likely() if trial in self._configs]
+        times = [mid * predicted_s / predicted
+                 for twin, mid, predicted in told + self._earlier_twins
+                 if predicted > 0 and math.isfinite(mid) and twin_key(twin) == twin_key(config)
+                 and _bits(config) <= _bits(twin)]
+        return min(times) if times else None
 
     def expectation(self, trial_id: str) -> tuple[float, float, float, int, float, float] | None:
         """(low, mid, high seconds, expected epoch, chance to reach, paced seconds) the race
@@ -259,7 +291,11 @@ def learns_no_more(config: dict, missed: dict, short_by: float = 0.0) -> bool:
     """`config` learns no more than `missed`, a configuration that missed the target by
     `short_by`: the same model at as many samples per step or more, at as few mantissa bits or
     fewer, or at any precision when the miss was larger than a precision can make up."""
-    bits = MANTISSA_BITS.get(config.get("precision"), 0)
     return model_of(config) == model_of(missed) \
         and samples_per_step(config) >= samples_per_step(missed) \
-        and (bits <= MANTISSA_BITS.get(missed.get("precision"), 0) or short_by > PRECISION_COST)
+        and (_bits(config) <= _bits(missed) or short_by > PRECISION_COST)
+
+
+def _bits(config: dict) -> int:
+    """The mantissa bits `config` trains at (0 where its precision is not known)."""
+    return MANTISSA_BITS.get(config.get("precision"), 0)

@@ -107,7 +107,7 @@ class Confirmations(Searcher):
             return Searcher.FINISHED  # the rest are predicted slower than a time measured
         self.left.remove(i)
         self.proposed[trial_id] = dict(self.configs[i])
-        self.evidence.expect(trial_id, self.predicted[i])
+        self.evidence.expect(trial_id, self.predicted[i], self.configs[i])
         return dict(self.configs[i])
 
     def next_index(self) -> int | None:
@@ -129,7 +129,12 @@ class Confirmations(Searcher):
 
     def _worth(self, i: int, best: float, scale: float) -> bool:
         """Candidate `i` can beat `best`: predicted to, or (the bet) within the slack where the
-        race tells by SLACK of `best` whether it does."""
+        race tells by SLACK of `best` whether it does. One whose twin the race decided is
+        expected where its twin is, at its own pace (`Evidence.twin_expected`): what it learns
+        is known, and its pace the screen timed, so no bet is left to make."""
+        twin = self.evidence.twin_expected(self.configs[i], self.predicted[i])
+        if twin is not None:
+            return twin < best
         predicted = self.predicted[i] * scale
         if predicted <= best:
             return True
@@ -200,7 +205,7 @@ def settle(predictions: list[predictor.Prediction], knowledge: Knowledge, eviden
                                       float(earlier.get("expected_reach") or 1.0),
                                       earlier["expected_s"], pace_ratio(
                                           earlier.get("expected_paced_s"),
-                                          pred.predicted_time_s))
+                                          pred.predicted_time_s), pred.predicted_time_s)
         elif earlier.get("time_to_target_s") is not None:
             # As it ran: the same run, but the switches are the earlier trial's.
             knobs = {k: earlier["knobs"][k] for k in knobs_of(pred) if k in earlier["knobs"]}
@@ -223,10 +228,11 @@ def teach_finished(evidence: Evidence, done: list[TrialRecord], target: float) -
         if rec.short_by is not None:
             evidence.earlier_missed(rec.knobs, rec.short_by)
         if rec.status == TrialStatus.DECIDED and rec.expected_s is not None:
+            predicted = (rec.prediction or {}).get("predicted_time_s")
             evidence.earlier_expected(rec.knobs, rec.metrics.get("expected_high_s", math.inf),
                                       rec.reach, rec.expected_s, pace_ratio(
-                                          rec.metrics.get("expected_paced_s"),
-                                          (rec.prediction or {}).get("predicted_time_s")))
+                                          rec.metrics.get("expected_paced_s"), predicted),
+                                      predicted)
         if rec.reached and traits(rec.status).rankable:
             predicted = (rec.prediction or {}).get("predicted_time_s")
             evidence.earlier_reached(rec.knobs, rec.time_to_target_s,

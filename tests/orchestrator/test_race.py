@@ -9,7 +9,7 @@ import pytest
 from ray.tune.search import Searcher
 
 from orchestrator.evidence import LIKELY, PRECISION_COST, Evidence
-from orchestrator.screen.confirm import Confirmations, judged_at
+from orchestrator.screen.confirm import SLACK, Confirmations, judged_at
 from orchestrator.screen.predict import Prediction
 from orchestrator.screen.race import (DECIDE_AT, NOISE_FLOOR, SIGMA, BaselineCurve, RaceRule,
                                       expect, noise)
@@ -287,3 +287,39 @@ def test_decided_contenders_calibrate_the_predictions_by_their_pace_alone():
     evidence.expect("hit", 20.0)
     evidence.reached("hit", 30.0, wide)
     assert evidence.calibration() == pytest.approx((11.0 / 10.7 + 1.5) / 2)
+
+
+def test_a_twin_of_a_decided_contender_is_expected_where_it_is_at_its_own_pace():
+    """unet3d at 32 epochs (2026-12-06): fp32 batch 2 was decided at 22.4 s, its bf16 twin
+    predicted at the same pace (14.47 s against 14.43 s) was raced 10.7 s to be decided at
+    22.5 s: what it learns was known, its pace the screen had timed. It is expected where its
+    twin is at its own pace, so it is not raced where that cannot beat the best; a twin the
+    screen timed twice as fast is. A resumed search (or a later one) that knows the decided
+    twin only as an earlier result says the same. A twin at a finer precision may learn
+    more (bf16 cost the classifier about a point): it is raced as before."""
+    b4, fp32 = {"precision": "bf16-mixed", "batch_size": 4}, {"precision": "fp32", "batch_size": 2}
+    bf16 = {"precision": "bf16-mixed", "batch_size": 2}
+    evidence = Evidence()
+    searcher = Confirmations([b4, fp32, bf16], [14.37, 14.43, 14.47], evidence)
+    for tid, told in (("a", (8.9, 14.85, 29.0, 20, 0.6, 14.85)),
+                      ("b", (10.2, 22.4, 32.6, 26, 0.6, 16.29))):
+        searcher.suggest(tid)
+        evidence.expected(tid, *told)
+        evidence.stopped(tid, TrialStatus.DECIDED, "decided")
+    assert evidence.twin_expected(bf16, 14.47) == pytest.approx(22.4 * 14.47 / 14.43)
+    assert evidence.twin_expected({**bf16, "batch_size": 8}, 14.47) is None  # no twin decided
+    # A finer precision may learn more than its twin did: its curve is not the twin's.
+    assert evidence.twin_expected({**b4, "precision": "fp32"}, 16.0) is None
+    # Without its twin it would be a bet: 14.47 s calibrated to 15.6 s, within the slack.
+    assert 14.47 * evidence.calibration() * SLACK < evidence.best_expected()
+    assert searcher.next_index() is None
+    assert Confirmations([bf16], [7.2], evidence).next_index() == 0  # 11.2 s: it can win
+    earlier = Evidence()
+    earlier.earlier_expected(b4, 29.0, 0.6, 14.85, predicted_s=14.37)
+    earlier.earlier_expected(fp32, 32.6, 0.6, 22.4, predicted_s=14.43)
+    assert Confirmations([bf16], [14.47], earlier).next_index() is None
+    assert Confirmations([bf16], [7.2], earlier).next_index() == 0
+    # A twin decided as unlikely to reach the target tells no time.
+    unlikely = Evidence()
+    unlikely.earlier_expected(fp32, 32.6, 0.3, 22.4, predicted_s=14.43)
+    assert unlikely.twin_expected(bf16, 14.47) is None

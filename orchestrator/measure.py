@@ -32,6 +32,15 @@ missed run's checkpoint where its decay began, so the lengths step up by a quart
 **A run on the line is lengthened once** (orchestrator/lengths.py `hold_margin`), and the
 longest run that reached is handed over; `holds` in measured.json says if it ended beyond it.
 
+**A run that reached the target well before its end is measured shorter, once** (`_shorter`):
+planned for the epoch it first reached the target at, where that is `MIDDLE_SHORTER` of its
+epochs or more sooner and it ended beyond the margin. The race tells a contender's epochs from
+a quarter of its plan, roughly: at 32 unet3d epochs it expected batch 4 at epoch 29, whose run
+first reached the target at 22 and ended 0.009 above it, handed over at 29 (2.60x, where the
+full confirmation found 4.92x; docs/benchmarks.md). The shorter run anneals by then, and goes
+on from the contender as the longer one did; it is handed over only where it, too, ends beyond
+the margin.
+
 A measured miss teaches as a confirmation's does:
 * **Lengthened only while it pays.** The third length is tried only where the second made up
   at least half of what the first still missed, or where what is still missing lies within the
@@ -66,10 +75,11 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from orchestrator.curves import best_score, first_at
+from orchestrator.curves import first_at
 from orchestrator.evidence import learns_no_more
-from orchestrator.lengths import (CONTENDER, attempts, decay_epoch, going_on_from,
+from orchestrator.lengths import (MIDDLE_SHORTER, attempts, decay_epoch, going_on_from,
                                   hold_margin, lengthening_pays)
+from orchestrator.measured import describe, measurement
 from orchestrator.records import Role, TrialRecord
 from orchestrator.screen import race
 from orchestrator.stages import StageContext
@@ -136,13 +146,14 @@ def run(ctx: StageContext, strategy) -> None:
     if not candidates:
         ctx.say("measure: no configuration reached the target: nothing to hand over")
         return
-    target, tried, missed = ctx.objective.target, [], []
+    target, tried, missed, measured = ctx.objective.target, [], [], []
     passed_over: list[Lengths] = []  # longer runs a sooner candidate went before
     for i, best in enumerate(candidates):  # the next only where the one before missed
         if tried and (why_not := _not_worth(ctx, best)) is not None:
             ctx.say(f"measure: no further configuration: {why_not}")
             break
         this = Lengths.of(ctx, best)
+        measured.append(this)
         ruled_out = _ruled_out(ctx, this, missed)
         if ruled_out is not None:
             chosen = best.knobs | best.picks
@@ -163,6 +174,8 @@ def run(ctx: StageContext, strategy) -> None:
                 break
     # The longest run that reached, where one on the line was lengthened and the longer missed.
     (answer,), margin = _reached(tried)[-1:] or tried[-1:], _margin(ctx)
+    owner = next((t for t in measured if any(r is answer for r in t.runs)), None)
+    answer = _shorter(ctx, strategy, owner, answer, tried) if owner else answer
     holds = answer["reached"] and answer["best_score"] >= target + margin
     answer = {**answer, "attempts": tried, "hold_margin": margin, "holds": holds}
     ctx.folder.measured.write_text(json.dumps(answer, indent=2, default=str))
@@ -243,6 +256,26 @@ def _measure(ctx: StageContext, strategy, this: Lengths, tried: list[dict], soon
     return False
 
 
+def _shorter(ctx: StageContext, strategy, this: Lengths, answer: dict, tried: list) -> dict:
+    """The answer, or a shorter run of it: where `answer` first reached the target
+    `MIDDLE_SHORTER` of its epochs or more before its end, and beyond a retrain's noise, a run
+    planned for that epoch is measured once, and handed over where it reaches the target
+    beyond the noise too. Its schedule anneals by then, where the longer run's was still at its
+    peak lr; it goes on from where the longer one did (its contender's epochs)."""
+    target, margin, epochs = ctx.objective.target, _margin(ctx), int(answer["epochs"])
+    first = first_at(answer.get("curve") or [], target)
+    if first is None or answer["best_score"] < target + margin or \
+            epochs - first.epoch < MIDDLE_SHORTER * epochs or \
+            any(int(r["epochs"]) >= first.epoch for r in this.runs if r is not answer):
+        return answer
+    ctx.say(f"measure: {epochs} epochs reached the target at epoch {first.epoch}, "
+            f"{epochs - first.epoch} before the end: {first.epoch} epochs next")
+    shorter = Lengths(this.best, this.planned, [first.epoch])
+    _measure(ctx, strategy, shorter, tried, lambda: None)
+    run = shorter.runs[-1]
+    return run if run["reached"] and run["best_score"] >= target + margin else answer
+
+
 def _on_the_line(ctx: StageContext, this: Lengths) -> bool:
     """`this`'s last run reached the target by less than `hold_margin`: its next is trained."""
     margin, above = _margin(ctx), this.runs[-1]["best_score"] - ctx.objective.target
@@ -314,7 +347,7 @@ def _as_confirmed(ctx: StageContext, rec: TrialRecord, config: dict, planned: in
     settings and picks; nothing to train again."""
     if int(config["epochs"]) != planned or rec.epochs != planned or not rec.reached:
         return None
-    return {**_measurement(ctx, rec, config, rec), "confirmation": True}
+    return {**measurement(ctx, rec, config, rec), "confirmation": True}
 
 
 def validation_cadence(config: dict) -> dict:
@@ -349,51 +382,7 @@ def _train(ctx: StageContext, config: dict, winner_rec: TrialRecord,
                                                   ctx.spec.always_use_worker_group)))
         done = [r for r in ctx.book.finished(Role.MEASURED) if r.knobs == shown]
     rec = done[-1]
-    measured = _measurement(ctx, rec, config, winner_rec, went_on_from)
+    measured = measurement(ctx, rec, config, winner_rec, went_on_from)
     if keep > 0 and rec.checkpoint and traits(rec.status).rankable:
         measured |= {"decay_checkpoint": rec.checkpoint, "decay_epoch": keep}
     return measured
-
-
-def _measurement(ctx: StageContext, rec: TrialRecord, config: dict,
-                 confirmed: TrialRecord, went_on_from: list | None = None) -> dict:
-    """What measured.json keeps of a run of the exported `config`; `confirmed`: the
-    confirmation it hands over, whose pace (same settings and switches, its own length) the
-    summary holds the measured run's against (orchestrator/economics.py `pace_held`);
-    `went_on_from`: (the curve, the trial, which run) it went on from, where not `confirmed`."""
-    target = ctx.objective.target
-    went_on = int(rec.metrics.get("continued_from") or 0)
-    before, whose, which = went_on_from or (confirmed.curve, confirmed.trial_id, CONTENDER)
-    # A run that went on from another's checkpoint: its first epochs are that run's.
-    curve = [p for p in before if p[0] <= went_on] + rec.curve if went_on else rec.curve
-    point = first_at(curve, target)
-    return {"trial_id": rec.trial_id, "config": config, "epochs": rec.epochs,
-            "continued_from": went_on, "continued_trial": whose if went_on else None,
-            "continued_run": which if went_on else None,
-            "status": str(rec.status), "train_time_s": rec.metrics.get("train_time_s"),
-            "time_to_target_s": point.seconds if point else None,
-            "reached": point is not None, "val_score": rec.metrics.get("val_score"),
-            "best_score": best_score(curve), "curve": curve,
-            "first_use_s": rec.metrics.get("first_use_s"), "target": target,
-            "samples_per_s": rec.metrics.get("samples_per_s"),
-            "confirmed_samples_per_s": confirmed.metrics.get("samples_per_s"),
-            "search": str(ctx.folder.root), "search_id": ctx.search_id}
-
-
-def describe(measured: dict, target: float, own: str) -> str:
-    how = "trained as exported" if measured.get("search_id") == own else \
-        f"measured by {measured.get('search')}"
-    if measured.get("confirmation"):
-        how = "as exported: its confirmation ran them, to the target at its last"
-    elif measured.get("continued_from"):
-        which = measured.get("continued_run") or CONTENDER  # one an earlier version measured
-        how = (f"as exported, the first {measured['continued_from']} {which} "
-               f"({measured['continued_trial']}), which it went on from")
-    if not measured["reached"]:
-        best = measured.get("best_score")
-        shown_best = "nothing validated" if best is None else f"best {best:.4f}"
-        return (f"measure: {measured['epochs']} epochs {how}: {shown_best},"
-                f" below the target {target:.4f}")
-    return (f"measure: {measured['epochs']} epochs {how}: {measured['train_time_s']:.1f} s of "
-            f"training, the target {target:.4f} first at "
-            f"{measured['time_to_target_s']:.1f} s, best {measured['best_score']:.4f}")

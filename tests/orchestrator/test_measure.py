@@ -104,7 +104,7 @@ def test_a_measured_run_that_validated_nothing_rules_nothing_out(tmp_path):
     learns: its longer runs are tried as before, and a larger batch of its model is not passed
     over for it."""
     decided = [_told("a", 128, 120, 60, 80.0), _told("b", 256, 120, 60, 85.0)]
-    runs = {(128, 60): [], (128, 90): [], (128, 120): [], (256, 60): [0.70, 0.78]}
+    runs = {(128, 60): [], (128, 90): [], (128, 120): [], (256, 60): [0.70] * 59 + [0.78]}
     asked, answer, said = _measure_stage(tmp_path, decided, runs)
     assert asked == [(128, 60), (128, 90), (128, 120), (256, 60)]
     assert answer["reached"] and answer["config"]["batch_size"] == 256
@@ -302,3 +302,33 @@ def test_a_noisy_baseline_asks_no_answer_to_beat_the_baselines_own_score(tmp_pat
     asked, answer, _ = _measure_stage(tmp_path, [contender], runs, target=target,
                                       baseline_curve=noisy, tolerance=0.01)
     assert asked == [(4, 11), (4, 14)] and answer["epochs"] == 14 and answer["holds"]
+
+
+def test_a_run_that_reached_the_target_well_before_its_end_is_measured_shorter_once(tmp_path):
+    """unet3d at 32 epochs (2026-12-06): the race expected batch 4 at epoch 29 of its 39; its
+    29-epoch run first reached the target at epoch 22 and ended 0.009 above it, and was handed
+    over at 29 (2.60x where the full confirmation found 4.92x). A run planned for the epoch
+    it first reached the target at anneals by then: it is measured once, and handed over where
+    it too ends beyond a retrain's noise. Not where the gain is under `MIDDLE_SHORTER`, nor
+    where the shorter run misses or ends on the line: the longer one stays the answer."""
+    from orchestrator.lengths import hold_margin
+
+    margin = hold_margin(BASELINE_15)
+    contender = _told("a", 4, 39, 29, 20.0)
+    contender.knobs |= {"schedule": "wsd", "warmup_epochs": 9.75}
+    target = 0.751
+    early = [0.70] * 21 + [target + 0.001] + [target + 0.009] * 7  # first at 22 of 29
+    for shorter, handed in ([target + margin + 0.002], 22), ([target + margin / 2], 29), \
+            ([target - 0.003], 29):
+        runs = {(4, 29): early, (4, 22): [0.70] * 21 + shorter}
+        asked, answer, said = _measure_stage(tmp_path, [contender], runs, target=target,
+                                             baseline_curve=BASELINE_15)
+        assert asked == [(4, 29), (4, 22)]
+        assert answer["epochs"] == handed and answer["reached"] and answer["holds"]
+        assert [a["epochs"] for a in answer["attempts"]] == [29, 22]
+        assert any("29 epochs reached the target at epoch 22, 7 before the end: 22 epochs "
+                   "next" in line for line in said)
+    late = [0.70] * 24 + [target + 0.009] * 5  # first at 25 of 29: 14% shorter
+    asked, answer, _ = _measure_stage(tmp_path, [contender], {(4, 29): late}, target=target,
+                                      baseline_curve=BASELINE_15)
+    assert asked == [(4, 29)] and answer["epochs"] == 29

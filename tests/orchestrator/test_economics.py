@@ -123,6 +123,7 @@ def test_a_long_measured_run_validates_about_32_times_and_at_its_end():
     assert validation_cadence({"epochs": 26}) == {"val_every": 1}  # every epoch, as before
     assert validation_cadence({"epochs": 214})["val_every"] == 7
     assert validation_cadence({"epochs": 214, "val_every": 10}) == {"val_every": 10}
+    assert validation_cadence({"epochs": 22}, points=4) == {"val_every": 6}  # a shorter run
     cfg = TrialConfig.from_dict({"epochs": 214, **validation_cadence({"epochs": 214})})
     checked = [e for e in range(1, 215) if validates(cfg, e, 0.0)]
     assert len(checked) == 31 and checked[-1] == 214  # 7, 14, ..., 210 and the last

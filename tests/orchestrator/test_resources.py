@@ -88,3 +88,17 @@ def test_a_local_ray_is_started_at_most_twice_and_other_errors_not_again():
     with pytest.raises(ValueError):
         resources._start_twice_if_slow(fails(ValueError("bad address")))
     assert len(started) == 1
+
+
+def test_a_figure_names_its_cpus_family_and_model_where_the_vm_names_no_number(monkeypatch):
+    """Two days' "AMD EPYC"s were a family-25 and a family-26 CPU, one baseline 86 s, the other
+    53 s: a cost in baseline runs from one does not compare with the other's."""
+    from orchestrator import machine
+
+    info = "cpu family\t: {}\nmodel\t\t: {}\nmodel name\t: {}\nflags\t\t: fpu avx512_bf16\n"
+    monkeypatch.setattr(machine, "_cpuinfo", lambda: info.format(26, 2, "AMD EPYC"))
+    assert machine.describe().startswith("AMD EPYC (family 26 model 2), ")
+    assert machine.describe().endswith(", avx512_bf16")
+    named = "Intel(R) Xeon(R) Platinum 8488C"
+    monkeypatch.setattr(machine, "_cpuinfo", lambda: info.format(6, 143, named))
+    assert machine.describe().startswith(named + ", ")

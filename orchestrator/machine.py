@@ -68,7 +68,7 @@ def describe() -> str:
     """The CPU a figure is from, for benchmarks and docs: its model, and its family and model
     numbers where the name is all the VM gives ("AMD EPYC" named a family-25 CPU on one day
     and a family-26 one, whose unet3d baseline trained 53 s where 86 s, on the next)."""
-    cpu, bf16 = cpu_model()
+    cpu, _ = cpu_model()
     flags = ", ".join(cpu_flags()) or "no bf16/amx instructions"
     numbers = [re.search(rf"^{key}\s*:\s*(\d+)$", _cpuinfo(), re.MULTILINE)
                for key in ("cpu family", "model")]

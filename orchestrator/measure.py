@@ -150,14 +150,14 @@ def run(ctx: StageContext, strategy) -> None:
     if not candidates:
         ctx.say("measure: no configuration reached the target: nothing to hand over")
         return
-    target, tried, missed, measured = ctx.objective.target, [], [], []
+    target, tried, missed, lengths = ctx.objective.target, [], [], []
     passed_over: list[Lengths] = []  # longer runs a sooner candidate went before
     for i, best in enumerate(candidates):  # the next only where the one before missed
         if tried and (why_not := _not_worth(ctx, best)) is not None:
             ctx.say(f"measure: no further configuration: {why_not}")
             break
         this = Lengths.of(ctx, best)
-        measured.append(this)
+        lengths.append(this)
         ruled_out = _ruled_out(ctx, this, missed)
         if ruled_out is not None:
             chosen = best.knobs | best.picks
@@ -178,8 +178,8 @@ def run(ctx: StageContext, strategy) -> None:
                 break
     # The longest run that reached, where one on the line was lengthened and the longer missed.
     (answer,), margin = _reached(tried)[-1:] or tried[-1:], _margin(ctx)
-    owner = next((t for t in measured if any(r is answer for r in t.runs)), None)
-    answer = _shorter(ctx, strategy, owner, answer, tried) if owner else answer
+    owner = next((t for t in lengths if any(r is answer for r in t.runs)), None)
+    answer = _shorter(ctx, strategy, owner, answer, tried, margin) if owner else answer
     holds = answer["reached"] and answer["best_score"] >= target + margin
     answer = {**answer, "attempts": tried, "hold_margin": margin, "holds": holds}
     ctx.folder.measured.write_text(json.dumps(answer, indent=2, default=str))
@@ -262,13 +262,14 @@ def _measure(ctx: StageContext, strategy, this: Lengths, tried: list[dict], soon
     return False
 
 
-def _shorter(ctx: StageContext, strategy, this: Lengths, answer: dict, tried: list) -> dict:
+def _shorter(ctx: StageContext, strategy, this: Lengths, answer: dict, tried: list,
+             margin: float) -> dict:
     """The answer, or a shorter run of it: where `answer` first reached the target
-    `MIDDLE_SHORTER` of its epochs or more before its end, and beyond a retrain's noise, a run
+    `MIDDLE_SHORTER` of its epochs or more before its end, and beyond `margin`, a run
     planned for that epoch is measured once, and handed over where it reaches the target
     beyond the noise too. Its schedule anneals by then, where the longer run's was still at its
     peak lr; it goes on from where the longer one did (its contender's epochs)."""
-    target, margin, epochs = ctx.objective.target, _margin(ctx), int(answer["epochs"])
+    target, epochs = ctx.objective.target, int(answer["epochs"])
     first = first_at(answer.get("curve") or [], target)
     if first is None or answer["best_score"] < target + margin or \
             epochs - first.epoch < MIDDLE_SHORTER * epochs or \

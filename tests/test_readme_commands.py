@@ -52,6 +52,9 @@ RACE = "covered by tests/integration/test_screen_search.py::" \
 # Command shape on a page -> a run in RUNS, or "covered by FILE::TEST".
 COMMANDS: dict[str, str] = {
     # README.md
+    "orchestrator search --workload unet3d --space compact --strategy screen --full-epochs 16 "
+    "--trials 4": "quickstart",
+    # docs/benchmarks.md: the first command as it was until 2026-12-06, at 8 epochs
     "orchestrator search --workload unet3d --space compact --strategy screen --full-epochs 8 "
     "--trials 4": "quickstart",
     "orchestrator search": "tune",

@@ -40,7 +40,7 @@ from typing import Any
 
 from orchestrator.curves import first_at
 from trainables.identity import key_without
-from trainables.loop.noise import epochs_ratio, run_epochs_ratio
+from trainables.loop.noise import ALL_NOISE, epochs_ratio, run_epochs_ratio
 
 # With no noise scale measured (a baseline recorded before it was measured), a batch larger
 # than the baseline's is assumed to need epochs in proportion to the square root of the ratio:
@@ -162,8 +162,8 @@ def describe(predictions: list[Prediction], baseline: dict, knobs: list[str],
     noise = [b for _, b in baseline.get("noise") or []] or [baseline.get("noise_scale")]
     how = f"no noise scale measured: epochs follow the batch by its {FALLBACK}"
     if noise[-1] is not None and math.isfinite(noise[-1]):
-        how = "gradient noise scale " + " -> ".join(f"{b:,.0f}" for b in noise) + \
-            " along the baseline"
+        how = "gradient noise scale " + " -> ".join(
+            "inf" if b >= ALL_NOISE else f"{b:,.0f}" for b in noise) + " along the baseline"
     lines = [f"predict: time to the baseline's accuracy for {len(predictions)} configurations "
              f"({how}, baseline batch {baseline['config'].get('batch_size')})"]
     for p in predictions[:shown]:

@@ -11,7 +11,7 @@ from ray import tune
 
 from orchestrator.screen.knowledge import CONFIRM, SCREEN, WHOLE_SCREEN, Knowledge
 from orchestrator.objective import MatchBaselineObjective
-from orchestrator.screen.predict import predict
+from orchestrator.screen.predict import describe, predict
 from orchestrator.evidence import Evidence
 from orchestrator.report import projected_economics
 from orchestrator.screen.screening import (candidates, contenders, retimed, rounds_of, switch_variants,
@@ -19,6 +19,7 @@ from orchestrator.screen.screening import (candidates, contenders, retimed, roun
 from orchestrator.stopper import GATE_MARGIN, LAG_FROM, TargetStopper, validation_gate
 from orchestrator.screen.confirm import Confirmations
 from trainables.data.arrays import DataMeta
+from trainables.loop.noise import ALL_NOISE
 
 BASELINE = {"config": {"batch_size": 32}, "epochs": 10, "val_score": 0.80,
             "train_time_s": 100.0, "noise_scale": 96.0,
@@ -68,6 +69,13 @@ def test_a_bigger_batch_is_planned_longer_by_the_noise_scale():
     assert preds[0] is big and big.trial_config["epochs"] == big.planned_epochs  # fastest first
     assert big.predicted_speedup == pytest.approx(100.0 / big.predicted_time_s)  # its whole run
 
+
+def test_a_noise_scale_past_any_batch_reads_inf_not_its_stored_cap():
+    # A trained model whose gradient is all noise stores the cap (tracking keeps finite numbers).
+    baseline = {**BASELINE, "noise": [[1, 3.0], [5, 1234.4], [10, ALL_NOISE]]}
+    preds = predict([_screened(32, 0.010)], baseline, target=0.795)
+    head = describe(preds, baseline, ["batch_size"])[0]
+    assert "gradient noise scale 3 -> 1,234 -> inf along the baseline" in head
 
 def _precision(result: dict, precision: str, **switches) -> dict:
     cfg = {**result["config"], "precision": precision, **switches}

@@ -30,6 +30,10 @@ from torch import nn
 # Where along a run B_noise is measured (fractions of its epochs): it grows as the loss falls, so
 # one value at the end understates what a bigger batch costs early on.
 NOISE_POINTS = (0.1, 0.25, 0.5, 0.75, 1.0)
+# Where the gradient is all noise at the measured batch (|G|^2 estimated at or below zero: a
+# trained model near its minimum), B_noise is past any batch. Tracking stores finite numbers, so
+# it is held here; shown as "inf" (orchestrator/screen/predict.py).
+ALL_NOISE = 1e9
 
 
 def noise_epochs(epochs: int) -> set[int]:

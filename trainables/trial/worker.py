@@ -24,7 +24,7 @@ from trainables.config import TrialConfig
 from trainables.data.arrays import DataMeta
 from trainables.data.pipeline import ShardFeed, iter_batches, worker_data
 from trainables.loop import LoopIO, fit, fit_legacy
-from trainables.loop.noise import gradient_noise_scale, noise_epochs
+from trainables.loop.noise import ALL_NOISE, gradient_noise_scale, noise_epochs
 from trainables.loop.profile import PICK_PREFIX, START_STEP, profile, time_step
 from trainables.loop.state import outcome_metrics
 from trainables.loop.switches import free_device_memory, reset_peak_memory
@@ -266,8 +266,7 @@ def _noise(plan: TrialPlan, cfg: TrialConfig, meta: DataMeta, model, session: Se
     gen = torch.Generator().manual_seed(cfg.seed + 2)
     crops = (crop_batch(meta.task, x, y, cfg.patch_size, gen) for x, y in feed(0))
     scale = gradient_noise_scale(model, task.loss, crops, small=small, parts=parts)
-    # Tracking stores finite numbers: "all noise at this size" is a scale past any batch.
-    return {"noise_scale": min(scale, 1e9), "noise_s": time.perf_counter() - t0}
+    return {"noise_scale": min(scale, ALL_NOISE), "noise_s": time.perf_counter() - t0}
 
 
 def _profile(plan: TrialPlan, cfg: TrialConfig, meta: DataMeta, io: LoopIO,

@@ -130,8 +130,9 @@ class Confirmations(Searcher):
     def _worth(self, i: int, best: float, scale: float) -> bool:
         """Candidate `i` can beat `best`: predicted to, or (the bet) within the slack where the
         race tells by SLACK of `best` whether it does. One whose twin the race decided is
-        expected where its twin is, at its own pace (`Evidence.twin_expected`): what it learns
-        is known, and its pace the screen timed, so no bet is left to make."""
+        expected where its twin is, at its own pace (`Evidence.twin_expected`; at a finer
+        precision, as much sooner as one has been): what it learns is known, and its pace the
+        screen timed, so no bet is left to make."""
         twin = self.evidence.twin_expected(self.configs[i], self.predicted[i])
         if twin is not None:
             return twin < best

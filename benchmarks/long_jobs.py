@@ -88,12 +88,13 @@ def one_length(workload: str, epochs: int, args, longest: bool) -> dict:
     econ = [economics(result) for result in rows]
     wall = baseline_wall(first)
     # The first search trained the baseline: its own run is not its cost (economics.json).
-    references = [economics(search(workload, epochs, args.seed + r,
+    ref_seeds = [args.seed + r for r in range(args.reference_repeats)]
+    references = [economics(search(workload, epochs, seed,
                                    root / ("reference" + (f"-{r}" if r else "")), args,
                                    baseline=record, confirm="full"))
-                  for r in range(args.reference_repeats)]
-    found, reference = spread([e["speedup"] for e in econ]), spread(
-        [e["speedup"] for e in references])
+                  for r, seed in enumerate(ref_seeds)]
+    found = spread([e["speedup"] for e in econ])
+    reference = spread([e["speedup"] for e in references])
     return {
         "full_epochs": epochs, "seeds": [args.seed + r for r in range(args.repeats)],
         "baseline_s": econ[0]["baseline_s"],
@@ -119,7 +120,7 @@ def one_length(workload: str, epochs: int, args, longest: bool) -> dict:
         "trained_a_baseline": [result.baseline.get("search") == result.output_dir and
                                result.baseline.get("kind") != "history" for result in rows],
         "from_history": [result.baseline.get("kind") == "history" for result in rows],
-        "reference_seeds": [args.seed + r for r in range(args.reference_repeats)],
+        "reference_seeds": ref_seeds,
         "reference_speedup": reference,
         "reference_search_cost_baseline_runs": spread(
             [e["search_cost_baseline_runs"] for e in references]),

@@ -209,8 +209,8 @@ class Evidence:
         coarser twin, `FINER_GAIN` of that. The soonest such; None where no twin tells it."""
         told = [(self._configs[trial], self._told[trial][1], self._expected.get(trial, 0.0))
                 for trial in self._likely() if trial in self._configs]
-        times = [mid * predicted_s / predicted * (1.0 if _bits(config) <= _bits(twin)
-                                                  else FINER_GAIN)
+        times = [mid * predicted_s / predicted * (FINER_GAIN if _bits(config) > _bits(twin)
+                                                  else 1.0)
                  for twin, mid, predicted in told + self._earlier_twins
                  if predicted > 0 and math.isfinite(mid) and twin_key(twin) == twin_key(config)]
         return min(times) if times else None

@@ -77,6 +77,7 @@ def test_a_noise_scale_past_any_batch_reads_inf_not_its_stored_cap():
     head = describe(preds, baseline, ["batch_size"])[0]
     assert "gradient noise scale 3 -> 1,234 -> inf along the baseline" in head
 
+
 def _precision(result: dict, precision: str, **switches) -> dict:
     cfg = {**result["config"], "precision": precision, **switches}
     return {**result, "config": cfg, "samples_per_s": cfg["batch_size"] / result["step_s"]}

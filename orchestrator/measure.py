@@ -55,13 +55,15 @@ A measured miss teaches as a confirmation's does:
   where a patch-24 contender was expected in 111 s per chance, and the other searches' patch-24
   answers gave 6.1-6.3x (docs/benchmarks.md). The longer run passed over is still measured
   after the candidates that went before it, if they miss too.
-* **The next candidate, while it could pay.** After a miss the next candidate is measured where
-  it is expected at the target, per chance of reaching it, before the baseline's run would end
-  (`_not_worth`): one that is not would hand over no speedup. What the misses cost is spent
-  either way and does not enter it. A fixed count of two configurations left a classifier
-  search with no answer after two cheap batch-256 misses (42 s of training against a 101-s
-  baseline), where its third decided contender, fp32 batch 64, was the other searches' answer
-  (docs/benchmarks.md). The candidates are the race's decided contenders, at most its budget.
+* **Each candidate that could pay.** After a miss a candidate is measured where, reaching the
+  target, it gets there before the baseline's run would end (`_not_worth`): what it hands over
+  is its time; its time per chance of reaching only orders the candidates (the unlikely last).
+  A fixed count of two configurations left a classifier search with no answer after two
+  cheap misses, where its third decided contender was the other searches' answer; priced per
+  chance, one at 60 epochs stopped at bf16 batch 256 (70 s expected, 185 s per chance, past a
+  168-s baseline) and never measured fp32 batch 128 (73.6 s), the reference's answer at 2.17x
+  (docs/benchmarks.md). What the misses cost is spent either way and does not enter it. The
+  candidates are the race's decided contenders, at most its budget.
 * **What learns no more is not measured next.** The next configuration measured is the fastest
   that does not learn less than one measured short (orchestrator/evidence.py
   `learns_no_more`: the same model at as large a batch or larger, at no finer a precision, or at
@@ -90,7 +92,7 @@ from trainables.status import TrialStatus, traits
 from trainables.trial.trainable import reuse_actors
 
 # Settings a search adds to its trials for its own bookkeeping, not part of what it hands over.
-SEARCH_ONLY = ("val_skip_above_loss", "val_skip_until")
+SEARCH_ONLY = ("val_skip_above_loss", "val_skip_until", "val_from")
 
 
 # About this many validations a measured run, at most: its first epoch at the target is known to
@@ -154,8 +156,8 @@ def run(ctx: StageContext, strategy) -> None:
     passed_over: list[Lengths] = []  # longer runs a sooner candidate went before
     for i, best in enumerate(candidates):  # the next only where the one before missed
         if tried and (why_not := _not_worth(ctx, best)) is not None:
-            ctx.say(f"measure: no further configuration: {why_not}")
-            break
+            ctx.say(f"measure: not measured: {why_not}")
+            continue
         this = Lengths.of(ctx, best)
         lengths.append(this)
         ruled_out = _ruled_out(ctx, this, missed)
@@ -300,15 +302,15 @@ def _margin(ctx: StageContext) -> float:
 
 
 def _not_worth(ctx: StageContext, rec: TrialRecord) -> str | None:
-    """Why the next configuration, `rec`, is not measured after a miss: it is not expected at
-    the target, per chance of reaching it, before the baseline's run ends (it would hand over
-    no speedup); None: it is measured. Candidates come fastest first, so none after it is
-    either."""
+    """Why `rec` is not measured after a miss: even reaching the target, it gets there no
+    sooner than the baseline's run ends (it would hand over no speedup); None: it is measured.
+    Its chance does not enter: the unlikely come last already, and one after it, less likely
+    but sooner, may still pay, so the stage goes on to the next."""
     baseline_s = float((ctx.baseline or {}).get("train_time_s") or math.inf)
-    per = rec.per_chance_s
-    if per is not None and per < baseline_s:
+    at = rec.time_to_target_s if rec.reached else rec.expected_s
+    if at is not None and at < baseline_s:
         return None
-    shown = "no expected time" if per is None else f"{per:.1f} s per chance"
+    shown = "no expected time" if at is None else f"{at:.1f} s"
     return (f"{rec.trial_id} is expected at the target in {shown}, not before the "
             f"baseline's run ({baseline_s:.1f} s) ends")
 

@@ -176,11 +176,45 @@ def test_after_misses_the_next_is_measured_where_it_is_expected_before_the_basel
 
     asked, answer, said = _measure_stage(tmp_path, decided, runs, target=0.755, baseline_s=60)
     assert asked == [(256, 21), (256, 20)] and not answer["reached"]
-    assert any("no further configuration: fp32 is expected at the target in 67.1 s per "
-               "chance, not before the baseline's run (60.0 s) ends" in line for line in said)
+    assert any("not measured: fp32 is expected at the target in 67.1 s, not before the "
+               "baseline's run (60.0 s) ends" in line for line in said)
     # The first is measured whatever it is expected at: the race decided it.
     asked, _, _ = _measure_stage(tmp_path, decided, runs, target=0.755, baseline_s=20)
     assert asked == [(256, 21)]
+
+
+def test_after_misses_an_unlikely_candidate_is_measured_where_reaching_would_pay(tmp_path):
+    """The classifier at 60 epochs, seed 1 (docs/benchmarks.md, 2026-12-06): bf16 batch 32 and
+    bf16 batch 64 at width 0.5 missed, and the stage stopped at bf16 batch 256, expected at the
+    target in 70.3 s but 185 s per chance of reaching it, past the 168-s baseline: no answer,
+    where fp32 batch 128, decided at 73.6 s, was the reference search's answer (2.17x). What a
+    candidate hands over is its time, not its time per chance: batch 256 learns no more than
+    batch 32 measured short (skipped), and fp32 batch 128 is measured and handed over."""
+    def contender(tid, width, batch, precision, planned, seconds, reach, epoch):
+        knobs = {"width": width, "batch_size": batch, "precision": precision,
+                 "epochs": planned}
+        metrics = {"time_to_target_s": math.nan, "expected_time_to_target_s": seconds,
+                   "expected_reach": reach, "expected_epoch": epoch}
+        return TrialRecord(tid, 1, knobs, 0.0, 1.0, TrialStatus.DECIDED, metrics=metrics)
+
+    decided = [contender("b32", 1.0, 32, "bf16-mixed", 60, 61.1, 0.95, 60),
+               contender("thin", 0.5, 64, "bf16-mixed", 63, 49.2, 0.6, 63),
+               contender("b256", 1.0, 256, "bf16-mixed", 78, 70.3, 0.379, 78),
+               contender("fp32", 1.0, 128, "fp32", 68, 73.6, 0.33, 68)]
+    assert [round(r.per_chance_s) for r in decided] == [64, 82, 185, 223]
+    runs = {(32, 60): [0.70] * 59 + [0.7780], (64, 63): [0.70] * 62 + [0.7740],
+            (128, 68): [0.70] * 60 + [0.7835] * 8}
+    asked, answer, said = _measure_stage(tmp_path, decided, runs, target=0.783,
+                                         baseline_s=167.7)
+    assert asked == [(32, 60), (64, 63), (128, 68)]
+    assert answer["reached"] and answer["config"]["batch_size"] == 128
+    assert any("batch_size=256" in line and "learns no more" in line for line in said), said
+    # Where reaching it would not pay either (a 70-s baseline), nothing more is measured.
+    asked, answer, said = _measure_stage(tmp_path, decided, runs, target=0.783,
+                                         baseline_s=70.0)
+    assert asked == [(32, 60), (64, 63)] and not answer["reached"]
+    assert any("not measured: fp32 is expected at the target in 73.6 s" in line
+               for line in said)
 
 
 def test_a_miss_on_the_races_schedule_is_lengthened_a_quarter_at_a_time(tmp_path):

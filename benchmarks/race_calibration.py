@@ -26,10 +26,6 @@ those that reached. What the race spends on each contender is that fraction of i
 trained its very run (same settings, seed and plan) to its end: then it reads on there
 (`trained_on`). A fraction later than what is known of a contender leaves it undecided
 (counted apart).
-
-`--reads-from F ...` (with `--searches`) replays them with the race reading a contender's curve
-from each fraction F of its rung on (race.READS_FROM: no validation before it), deciding by
-race.DECIDE_AT.
 """
 
 from __future__ import annotations
@@ -202,28 +198,19 @@ def told(rows: list[dict]) -> dict:
             if judged else None}
 
 
-def main_searches(roots: list[str], fractions: list[float], reads_from: list[float]) -> None:
+def main_searches(roots: list[str], fractions: list[float]) -> None:
     contenders: dict[str, list] = {}  # read once, replayed at every fraction
     for root in roots:
         for name, rows in searched(Path(root)).items():
             contenders.setdefault(name, []).extend(rows)
 
-    def told_at(decide_at: float, reads: float = race.READS_FROM) -> dict:
-        chosen, race.READS_FROM = race.READS_FROM, reads
-        try:
-            return {name: told(decided(rows, decide_at))
-                    for name, rows in sorted(contenders.items())}
-        finally:
-            race.READS_FROM = chosen
+    def told_at(decide_at: float) -> dict:
+        return {name: told(decided(rows, decide_at)) for name, rows in sorted(contenders.items())}
 
     found = told_at(race.DECIDE_AT)
     sweep = {str(f): told_at(f) for f in fractions}
-    reading = {str(f): told_at(race.DECIDE_AT, f) for f in reads_from}
-    for title, by_name in [
-            (f"deciding by {race.DECIDE_AT:.0%} of a schedule", found),
-            *((f"deciding by {float(f):.0%} of a schedule", t) for f, t in sweep.items()),
-            *((f"reading from {float(f):.0%} of the rung", t) for f, t in reading.items())]:
-        print(f"{title}:")
+    for fraction, by_name in [(race.DECIDE_AT, found), *((float(f), t) for f, t in sweep.items())]:
+        print(f"deciding by {fraction:.0%} of a schedule:")
         for name, t in by_name.items():
             brier = "-" if t["brier"] is None else f"{t['brier']:.3f}"
             print(f"  {name}: noise {t['noise']:.3f}; {t['judged']} of {t['contenders']} "
@@ -234,8 +221,7 @@ def main_searches(roots: list[str], fractions: list[float], reads_from: list[flo
                   f"decided at {t['fraction_of_plan'] or 0:.0%} of a plan (median)")
     target = RESULTS / "race_searches.json"
     target.write_text(json.dumps({"searches": roots, "told": found, "decide_at": {
-        "chosen": race.DECIDE_AT, "sweep": sweep}, "reads_from": {
-        "chosen": race.READS_FROM, "sweep": reading}}, indent=2, default=str))
+        "chosen": race.DECIDE_AT, "sweep": sweep}}, indent=2, default=str))
     print(f"results: {target}")
 
 
@@ -246,14 +232,11 @@ def main(argv=None) -> None:
                     help="also replay with the race deciding by these fractions of a schedule "
                          "(of the share it reads: race.horizon, the whole schedule where the "
                          "baseline reached the target halfway or later)")
-    ap.add_argument("--reads-from", nargs="+", type=float, default=[],
-                    help="with --searches, also replay with the race reading a contender's "
-                         "curve from these fractions of its rung on (race.READS_FROM)")
     ap.add_argument("--searches", nargs="+", default=None,
                     help="replay the race's contenders in these long_jobs.py --out folders")
     args = ap.parse_args(argv)
     if args.searches:
-        return main_searches(args.searches, args.decide_at, args.reads_from)
+        return main_searches(args.searches, args.decide_at)
     path = Path(args.headline)
     headline = json.loads(path.read_text())
     out = replays(headline)

@@ -92,7 +92,7 @@ from trainables.status import TrialStatus, traits
 from trainables.trial.trainable import reuse_actors
 
 # Settings a search adds to its trials for its own bookkeeping, not part of what it hands over.
-SEARCH_ONLY = ("val_skip_above_loss", "val_skip_until", "val_from")
+SEARCH_ONLY = ("val_skip_above_loss", "val_skip_until")
 
 
 # About this many validations a measured run, at most: its first epoch at the target is known to

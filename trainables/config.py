@@ -29,7 +29,7 @@ SPEED_ONLY = frozenset({
     "workers", "compile", "compile_mode", "channels_last", "cudnn_benchmark",
     "pin_memory", "zero_grad_set_to_none", "sync_every", "cache_shard", "prefetch_batches",
     "loader_workers", "grad_checkpointing", "checkpoint_every", "val_every",
-    "val_skip_above_loss", "val_skip_until", "val_from"})
+    "val_skip_above_loss", "val_skip_until"})
 STATISTICAL = frozenset({"batch_size", "accum_steps"})
 
 
@@ -129,9 +129,6 @@ class TrialConfig:
     val_skip_until: float = 0.5
     """The fraction of the schedule from which every epoch validates again under
     `val_skip_above_loss`: where the search's stopper starts to compare scores with the baseline's."""
-    val_from: float = 0.0
-    """The fraction of the schedule before which no epoch validates (the last always does): the
-    race reads a contender's curve from there on (orchestrator/screen/race.py `READS_FROM`)."""
     early_stop_patience: int = 0
     """Stop after this many validations without improvement of the validation metric; 0 disables."""
     checkpoint_every: int = 1
@@ -166,8 +163,6 @@ class TrialConfig:
              "val_skip_above_loss must be > 0 or null (validate every epoch)")
         need(0 <= self.val_skip_until <= 1, "val_skip_until must be in [0, 1] (a fraction of the "
              f"schedule; got {self.val_skip_until})")
-        need(0 <= self.val_from <= 1, "val_from must be in [0, 1] (a fraction of the schedule; "
-             f"got {self.val_from})")
         need(self.checkpoint_every >= 0, "checkpoint_every must be >= 0 (0 disables it)")
         need(self.early_stop_patience >= 0, "early_stop_patience must be >= 0 (0 disables it)")
         need(self.grad_clip is None or self.grad_clip > 0, "grad_clip must be > 0 or null")

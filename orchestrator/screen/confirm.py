@@ -20,7 +20,7 @@ from orchestrator.evidence import Evidence, learns_no_more, pace_ratio, pairs
 from orchestrator.records import Role, TrialRecord
 from orchestrator.screen import predict as predictor
 from orchestrator.screen.knowledge import Knowledge
-from orchestrator.screen.race import DECIDE_AT, RaceRule, horizon, validation
+from orchestrator.screen.race import DECIDE_AT, VALIDATION, RaceRule, horizon
 from orchestrator.screen.twins import teach_twins
 from orchestrator.stages import StageContext
 from orchestrator.stopper import TargetStopper, validation_gate
@@ -246,12 +246,12 @@ def run_confirmations(ctx: StageContext, todo: list[predictor.Prediction], plann
     # A candidate whose switches the screen did not time (it times them only for the few
     # predicted fastest, and confirm may go past those) picks them as a `tune` trial does, by
     # timing a few steps at its start; one that was timed keeps its value. Each skips the
-    # validations that cannot decide it (trainables/loop/fit.validates); in the race, every
-    # epoch from where the race reads its curve (`race.validation`).
+    # validations that cannot decide it (trainables/loop/fit.validates); in the race, its
+    # curve needs points from early on: it validates every epoch (`race.VALIDATION`).
     race = ctx.spec.confirm == "race"
     target = ctx.objective.target
     share = horizon(ctx.baseline, target)  # of a plan, what the race reads (race.horizon)
-    base = {**ctx.prepared.base, **(validation(share) if race else
+    base = {**ctx.prepared.base, **(VALIDATION if race else
                                     validation_gate(ctx.baseline, target))}
     trial_ctx = ctx.trial_context(base, ctx.objective, profile, time_start=True)
     rules = (RaceRule(ctx.baseline, target, ctx.evidence),) if race else ()

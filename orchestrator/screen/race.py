@@ -29,8 +29,7 @@ contender trains until its learning curve tells its time to the target well enou
   `DECIDE_AT` of its schedule, is decided: stopped with its expected time (status `decided`;
   its plan's end where its expected ratio ends short but its optimistic one does not: a
   target within the tolerance of the baseline's final score is reached, if at all, as the lr
-  anneals). Nothing is judged before `RUNG` of its schedule and `POINTS` validated points; its
-  curve is read, and validated, from half the rung on (`READS_FROM`).
+  anneals). Nothing is judged before `RUNG` of its schedule and `POINTS` validated points.
   Where the baseline reached the target less than halfway into its schedule (a long job), both
   fractions shrink with its way there (`horizon`): a contender is decided halfway to the
   target, not most of the way.
@@ -119,16 +118,6 @@ POINTS_PER_RUN = 16
 # `RUNG`, `DECIDE_AT` and the cadence shrink in proportion (`horizon`): the race decides
 # halfway to the target, as it does on shorter jobs.
 HALFWAY = 0.5
-# The race reads a contender's curve from this fraction of its `RUNG` on, and it validates from
-# there (`validation`): before, the lr still warms up and a point moved its log ratio little
-# (weighted by its progress), while every epoch's validation cost ~0.2 s on unet3d, 8 s of a
-# 32-epoch race's 40. Replayed on the 67 contenders of this week's long-jobs searches whose
-# configuration a measured run trained to its end (benchmarks/race_calibration.py --searches
-# --reads-from), reading from half the rung told their chance to reach as well as from the
-# first epoch (Brier 0.092-0.258 against 0.096-0.252, none called short that reached); from
-# the rung itself, half of the classifier's at 60 epochs and of unet3d's at 8 were no longer
-# judged by their decision point (too few points).
-READS_FROM = 0.5
 # A contender trains warmup-stable-decay (trainables/loop/schedules.py) with onecycle's warm-up,
 # over this share of its plan, counted in epochs. Through the warm-up, where the race reads it
 # (it decides by `DECIDE_AT` of its plan), it learns as on onecycle; after it the peak holds
@@ -186,17 +175,15 @@ def point_every(baseline: dict, target: float) -> int:
     return max(1, round(epochs * horizon(baseline, target) / POINTS_PER_RUN))
 
 
-def validation(share: float = 1.0) -> dict:
-    """The contenders' validation settings (trainables/config.py), where the race reads `share`
-    of a schedule (`horizon`): every epoch from where it reads the curve (`READS_FROM`; no loss
-    gate), so that each point, every `point_every`-th epoch, holds the best score so far of every
-    epoch, as the baseline's envelope does. Validated only every `point_every`-th epoch, a point
-    held the best of those epochs alone: unet3d's Dice swings by tens of points between
-    neighbouring epochs early on, and one contender (the baseline's own model, every 2nd epoch at
-    32 epochs: 0.787, 0.631, 0.818, 0.637) was cut at epoch 8 as short of a target it reached at
-    epoch 20 trained to its end; its epoch 7, unseen, had 0.929 (docs/benchmarks.md,
-    2026-12-02)."""
-    return {"val_every": 1, "val_skip_above_loss": None, "val_from": READS_FROM * RUNG * share}
+# The contenders' validation settings (trainables/config.py): every epoch from the first (no loss
+# gate: the race reads the curve from `RUNG`), so that each point, every `point_every`-th epoch,
+# holds the best score so far of every epoch, as the baseline's envelope does. Validated only
+# every `point_every`-th epoch, a point held the best of those epochs alone: unet3d's Dice swings
+# by tens of points between neighbouring epochs early on, and one contender (the baseline's own
+# model, every 2nd epoch at 32 epochs: 0.787, 0.631, 0.818, 0.637) was cut at epoch 8 as short
+# of a target it reached at epoch 20 trained to its end; its epoch 7, unseen, had 0.929. The
+# extra validations cost 1-2 s a contender there (docs/benchmarks.md, 2026-12-02).
+VALIDATION = {"val_every": 1, "val_skip_above_loss": None}
 
 
 @dataclass(frozen=True)
@@ -328,7 +315,6 @@ class RaceRule:
         # Both fractions of the share of a schedule the race reads (halfway to the target).
         share = horizon(baseline, target)
         self.rung, self.decide_at = RUNG * share, decide_at * share
-        self.reads = READS_FROM * self.rung  # as its trial validates (`validation`)
         self.every = point_every(baseline, target)
         self._points: dict[str, list[tuple[float, float]]] = {}
         self._best: dict[str, float] = {}  # every validated epoch's best so far
@@ -340,8 +326,7 @@ class RaceRule:
         spent = float(result.get("train_time_s", 0.0))
         first = self._first.setdefault(trial_id, (epoch, spent))
         points = self._points.setdefault(trial_id, [])
-        if validated(result) and result.get("val_score") is not None \
-                and epoch / planned >= self.reads:
+        if validated(result) and result.get("val_score") is not None:
             # Its best so far over every epoch it validated, as the baseline's envelope: one bad
             # validation lowers neither side's curve. A point every `every`-th epoch (and at the
             # plan's end): as many as the race's noise and prior were replayed with.

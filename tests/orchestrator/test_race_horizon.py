@@ -87,13 +87,10 @@ def test_a_point_holds_the_best_of_every_epoch_validated_since_as_the_baselines_
     between: validated at the points alone it read as far behind and was cut as short; every
     epoch validated, its points hold its best so far, as the baseline's envelope does, and it
     is not cut. The race reads as many points as before."""
-    from orchestrator.screen.race import validation
+    from orchestrator.screen.race import VALIDATION
 
     every = point_every(SHORT, TARGET)  # 40 epochs: every 2nd
-    settings = validation(horizon(SHORT, TARGET))
-    assert every == 2 and settings["val_every"] == 1
-    start = math.ceil(settings["val_from"] * 40)  # half its rung: epoch 4
-    assert start == 4
+    assert every == 2 and VALIDATION["val_every"] == 1
     rule = None
 
     def run(validate_every: int) -> tuple[TrialStatus, str]:
@@ -101,7 +98,7 @@ def test_a_point_holds_the_best_of_every_epoch_validated_since_as_the_baselines_
         rule = RaceRule(SHORT, TARGET, Evidence())
         for epoch in range(1, 41):
             report = {"epoch": epoch, "epochs_planned": 40, "train_time_s": 1.0 * epoch}
-            if epoch % validate_every == 0 and epoch >= start:
+            if epoch % validate_every == 0:
                 trough = epoch % every == 0 and epoch < 30
                 report |= {"val_epoch": epoch,
                            "val_score": _score(epoch) - (0.25 if trough else 0.0)}
@@ -114,35 +111,9 @@ def test_a_point_holds_the_best_of_every_epoch_validated_since_as_the_baselines_
     assert status == TrialStatus.PRUNED and "short" in reason, reason
     status, reason = run(validate_every=1)
     assert status == TrialStatus.DECIDED, reason
-    points = rule._points["c"]  # at every 2nd epoch from where it reads, each the best so far
-    assert [round(p * 40) for p, _ in points] == list(range(start, start + 2 * len(points), 2))
-    assert all(best == pytest.approx(_score(round(p * 40) - 1)) for p, best in points[1:])
-
-
-def test_the_race_reads_and_validates_a_contender_from_half_its_rung():
-    """Before half its rung a contender's points moved its log ratio little (the lr still warms
-    up) and each validation cost ~0.2 s on unet3d: its trial validates from there
-    (`val_from`), and the race reads no point before it, whatever it is sent."""
-    from orchestrator.screen.race import READS_FROM, validation
-    from trainables.loop.fit import validates
-
-    share = horizon(LONG, TARGET)
-    settings = validation(share)
-    assert settings["val_from"] == pytest.approx(READS_FROM * RUNG * share) == 0.05
-    cfg = TrialConfig(epochs=160, **settings)
-    assert [e for e in range(1, 161) if validates(cfg, e, 1.0)] == list(range(8, 161))
-
-    def points(read_from: int) -> list[int]:
-        rule = RaceRule(LONG, TARGET, Evidence())
-        for epoch in range(1, 30):
-            report = {"epoch": epoch, "epochs_planned": 160, "train_time_s": 1.0 * epoch}
-            if epoch >= read_from:
-                report |= {"val_epoch": epoch, "val_score": _score(epoch * 128 // 160)}
-            rule("c", report)
-        return [round(p * 160) for p, _ in rule._points["c"]]
-
-    every = point_every(LONG, TARGET)
-    assert points(1) == points(8) == list(range(8, 30, every))
+    points = rule._points["c"]  # at every 2nd epoch, each the best of the epochs up to it
+    assert [round(p * 40) for p, _ in points] == list(range(2, 2 * len(points) + 1, 2))
+    assert all(best == pytest.approx(_score(round(p * 40) - 1)) for p, best in points)
 
 
 def test_on_a_long_job_the_answer_goes_on_from_its_contender():

@@ -119,13 +119,12 @@ def run_epoch(cfg: TrialConfig, meta: DataMeta, io: LoopIO, step: TrainStep, st:
 
 
 def validates(cfg: TrialConfig, epoch: int, train_loss: float) -> bool:
-    """Whether `epoch` validates: every `val_every`-th from `val_from` of the schedule on, and
-    the last; under a loss gate (`val_skip_above_loss`), not while the training loss is above it
-    before `val_skip_until` of the schedule. The loss is the all-reduced one, so every rank
-    decides alike."""
+    """Whether `epoch` validates: every `val_every`-th and the last; under a loss gate
+    (`val_skip_above_loss`), not while the training loss is above it before `val_skip_until` of
+    the schedule. The loss is the all-reduced one, so every rank decides alike."""
     if epoch == cfg.epochs:
         return True
-    if epoch % cfg.val_every or epoch < cfg.val_from * cfg.epochs:
+    if epoch % cfg.val_every:
         return False
     gate = cfg.val_skip_above_loss
     return gate is None or train_loss <= gate or epoch >= cfg.val_skip_until * cfg.epochs

@@ -45,12 +45,26 @@ def _measure_stage(tmp_path, decided: list[TrialRecord], runs: dict[tuple[int, i
     return asked, measure.read(ctx), said
 
 
+def _decided(tid: str, knobs: dict, seconds: float, reach: float, expected_epoch: int
+             ) -> TrialRecord:
+    """A contender the race decided with `knobs`: expected at the target in `seconds`, at
+    `expected_epoch`, with a `reach` chance."""
+    metrics = {"time_to_target_s": math.nan, "expected_time_to_target_s": seconds,
+               "expected_reach": reach, "expected_epoch": expected_epoch}
+    return TrialRecord(tid, 1, knobs, 0.0, 1.0, TrialStatus.DECIDED, metrics=metrics)
+
+
 def _told(tid: str, batch: int, planned: int, expected_epoch: int, seconds: float):
     """A contender the race decided, expected at the target at `expected_epoch` of `planned`."""
     knobs = {"batch_size": batch, "precision": "bf16-mixed", "epochs": planned}
-    metrics = {"time_to_target_s": math.nan, "expected_time_to_target_s": seconds,
-               "expected_reach": 0.5, "expected_epoch": expected_epoch}
-    return TrialRecord(tid, 1, knobs, 0.0, 1.0, TrialStatus.DECIDED, metrics=metrics)
+    return _decided(tid, knobs, seconds, 0.5, expected_epoch)
+
+
+def _model(tid: str, width: float, batch: int, precision: str, planned: int, seconds: float,
+           reach: float = 1.0, expected_epoch: int | None = None) -> TrialRecord:
+    """A contender the race decided, of its own width and precision."""
+    knobs = {"width": width, "batch_size": batch, "precision": precision, "epochs": planned}
+    return _decided(tid, knobs, seconds, reach, expected_epoch or planned)
 
 
 def test_a_measured_miss_is_lengthened_only_while_it_pays_and_rules_out_what_learns_no_more(
@@ -115,9 +129,7 @@ def _contender(tid: str, batch: int, patch: int, planned: int, expected_epoch: i
                seconds: float, reach: float) -> TrialRecord:
     """A contender the race decided, of its own patch (its own model), with its chance."""
     knobs = {"batch_size": batch, "patch_size": patch, "epochs": planned}
-    metrics = {"time_to_target_s": math.nan, "expected_time_to_target_s": seconds,
-               "expected_reach": reach, "expected_epoch": expected_epoch}
-    return TrialRecord(tid, 1, knobs, 0.0, 1.0, TrialStatus.DECIDED, metrics=metrics)
+    return _decided(tid, knobs, seconds, reach, expected_epoch)
 
 
 def test_a_sooner_candidate_is_measured_before_a_longer_run_of_one_that_missed(tmp_path):
@@ -156,17 +168,9 @@ def test_after_misses_the_next_is_measured_where_it_is_expected_before_the_basel
     other searches' answer. Now it is measured: it is expected at the target before the
     baseline's run (101 s) ends, whatever the misses cost. Not where it is expected later:
     it would hand over no speedup."""
-    def contender(tid: str, width: float, batch: int, precision: str, planned: int,
-                  seconds: float) -> TrialRecord:
-        knobs = {"width": width, "batch_size": batch, "precision": precision,
-                 "epochs": planned}
-        metrics = {"time_to_target_s": math.nan, "expected_time_to_target_s": seconds,
-                   "expected_reach": 1.0, "expected_epoch": planned}
-        return TrialRecord(tid, 1, knobs, 0.0, 1.0, TrialStatus.DECIDED, metrics=metrics)
-
-    decided = [contender("thin", 0.5, 256, "bf16-mixed", 21, 27.6),
-               contender("wide", 1.0, 256, "bf16-mixed", 20, 46.1),
-               contender("fp32", 1.0, 64, "fp32", 16, 67.1)]
+    decided = [_model("thin", 0.5, 256, "bf16-mixed", 21, 27.6),
+               _model("wide", 1.0, 256, "bf16-mixed", 20, 46.1),
+               _model("fp32", 1.0, 64, "fp32", 16, 67.1)]
     runs = {(256, 21): [0.60] * 20 + [0.713], (256, 20): [0.60] * 19 + [0.748],
             (64, 16): [0.60] * 15 + [0.760]}
     asked, answer, said = _measure_stage(tmp_path, decided, runs, target=0.755,
@@ -190,17 +194,10 @@ def test_after_misses_an_unlikely_candidate_is_measured_where_reaching_would_pay
     where fp32 batch 128, decided at 73.6 s, was the reference search's answer (2.17x). What a
     candidate hands over is its time, not its time per chance: batch 256 learns no more than
     batch 32 measured short (skipped), and fp32 batch 128 is measured and handed over."""
-    def contender(tid, width, batch, precision, planned, seconds, reach, epoch):
-        knobs = {"width": width, "batch_size": batch, "precision": precision,
-                 "epochs": planned}
-        metrics = {"time_to_target_s": math.nan, "expected_time_to_target_s": seconds,
-                   "expected_reach": reach, "expected_epoch": epoch}
-        return TrialRecord(tid, 1, knobs, 0.0, 1.0, TrialStatus.DECIDED, metrics=metrics)
-
-    decided = [contender("b32", 1.0, 32, "bf16-mixed", 60, 61.1, 0.95, 60),
-               contender("thin", 0.5, 64, "bf16-mixed", 63, 49.2, 0.6, 63),
-               contender("b256", 1.0, 256, "bf16-mixed", 78, 70.3, 0.379, 78),
-               contender("fp32", 1.0, 128, "fp32", 68, 73.6, 0.33, 68)]
+    decided = [_model("b32", 1.0, 32, "bf16-mixed", 60, 61.1, 0.95),
+               _model("thin", 0.5, 64, "bf16-mixed", 63, 49.2, 0.6),
+               _model("b256", 1.0, 256, "bf16-mixed", 78, 70.3, 0.379),
+               _model("fp32", 1.0, 128, "fp32", 68, 73.6, 0.33)]
     assert [round(r.per_chance_s) for r in decided] == [64, 82, 185, 223]
     runs = {(32, 60): [0.70] * 59 + [0.7780], (64, 63): [0.70] * 62 + [0.7740],
             (128, 68): [0.70] * 60 + [0.7835] * 8}

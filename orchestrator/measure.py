@@ -307,7 +307,7 @@ def _not_worth(ctx: StageContext, rec: TrialRecord) -> str | None:
     Its chance does not enter: the unlikely come last already, and one after it, less likely
     but sooner, may still pay, so the stage goes on to the next."""
     baseline_s = float((ctx.baseline or {}).get("train_time_s") or math.inf)
-    at = rec.time_to_target_s if rec.reached else rec.expected_s
+    at = rec.told_s
     if at is not None and at < baseline_s:
         return None
     shown = "no expected time" if at is None else f"{at:.1f} s"

@@ -110,17 +110,23 @@ class TrialRecord:
         return float(value) if isinstance(value, (int, float)) and 0 < value <= 1 else 1.0
 
     @property
+    def told_s(self) -> float | None:
+        """Seconds to the target: measured, or expected by the race (a decided contender);
+        None: neither. What it hands over, where it reaches the target."""
+        if self.time_to_target_s is not None:
+            return self.time_to_target_s
+        return self.expected_s if self.status == TrialStatus.DECIDED else None
+
+    @property
     def per_chance_s(self) -> float | None:
         """Seconds to the target per chance of reaching it: measured (a sure thing), or
         expected by the race over its chance (a decided contender); None: neither. The order
         the measure stage tries configurations in, and the leaderboard ranks them in: each miss
         of the measure stage costs a whole run, so a contender a little faster but likely to end
         short of the target comes after a sure one."""
-        if self.time_to_target_s is not None:
-            return self.time_to_target_s
-        if self.status != TrialStatus.DECIDED or self.expected_s is None:
-            return None
-        return self.expected_s / max(self.reach, LEAST_REACH)
+        if self.reached or self.told_s is None:
+            return self.told_s
+        return self.told_s / max(self.reach, LEAST_REACH)
 
     @property
     def fixed_cost_s(self) -> float | None:

@@ -67,7 +67,8 @@ A measured miss teaches as a confirmation's does:
 * **What learns no more is not measured next.** The next configuration measured is the fastest
   that does not learn less than one measured short (orchestrator/evidence.py
   `learns_no_more`: the same model at as large a batch or larger, at no finer a precision, or at
-  any precision after a miss larger than a precision can make up).
+  any precision after a miss larger than a precision can make up), for as many epochs or fewer
+  (trained longer it sees more samples: docs/screen.md).
 """
 
 from __future__ import annotations
@@ -316,9 +317,11 @@ def _not_worth(ctx: StageContext, rec: TrialRecord) -> str | None:
 
 
 def _ruled_out(ctx: StageContext, this: Lengths, missed: list) -> tuple[dict, float] | None:
-    """The measured miss that rules `this` out (it learns no more), if any."""
+    """The measured miss that rules `this` out, if any: one it learns no more than, trained for
+    as many epochs or more (trained longer, a larger batch sees more samples, may learn more)."""
     first = exported(ctx, this.best, this.lengths[0])
-    return next(((m, gap) for m, gap in missed if learns_no_more(first, m, gap)), None)
+    return next(((m, gap) for m, gap in missed if int(first["epochs"]) <= int(m["epochs"])
+                 and learns_no_more(first, m, gap)), None)
 
 
 def _sooner(ctx: StageContext, this: Lengths, rest: list[TrialRecord], missed: list

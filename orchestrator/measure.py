@@ -11,11 +11,10 @@ epochs (orchestrator/screen/race.py `contender_schedule`); E epochs on the same 
 the same learning rates step for step until the shorter run decays. So where the race stopped
 the winner after d epochs inside that stretch, its checkpoint is the exported run after d
 epochs: the measured run goes on from it and trains E - d epochs, its clock the contender's
-(trainables/loop/resume.py checks it; anything else trains from scratch). Trained whole, the
-exported run scores the same epoch for epoch (tests/integration/test_goes_on.py). On unet3d at
-32 epochs that is about 10 of its 20 epochs (docs/benchmarks.md). An E too short for the
-contender's warm-up (its decay would begin first) is handed over on the schedule the race
-replaced (`race.schedule_for`), from scratch.
+(trainables/loop/resume.py checks it; else it trains from scratch). Trained whole, the
+exported run scores the same epoch for epoch (tests/integration/test_goes_on.py). An E too
+short for the contender's warm-up is handed over on the schedule the race replaced
+(`race.schedule_for`), from scratch.
 
 A schedule planned for E epochs anneals by epoch E, where the P-epoch schedule was still at a
 high learning rate, so the run often ends above the target; where it does not (its best
@@ -34,20 +33,16 @@ longest run that reached is handed over; `holds` in measured.json says if it end
 
 **A run that reached the target well before its end is measured shorter, once** (`_shorter`):
 planned for the epoch it first reached the target at, where that is `MIDDLE_SHORTER` of its
-epochs or more sooner and it ended beyond the margin. The race tells a contender's epochs from
-a quarter of its plan, roughly: at 32 unet3d epochs it expected batch 4 at epoch 29, whose run
-first reached the target at 22 and ended 0.009 above it, handed over at 29 (2.60x, where the
-full confirmation found 4.92x; docs/benchmarks.md). The shorter run anneals by then, and goes
-on from the contender as the longer one did; it is handed over only where it, too, ends beyond
-the margin.
+epochs or more sooner and it ended beyond the margin (the race tells a contender's epochs
+roughly: docs/screen.md). It anneals by then, goes on from the contender as the longer one
+did, and is handed over only where it, too, ends beyond the margin.
 
 A measured miss teaches as a confirmation's does:
 * **Lengthened only while it pays.** The third length is tried only where the second made up
   at least half of what the first still missed, or where what is still missing lies within the
   run's own validation noise. On unet3d every lengthening paid (Dice 0.936 -> 0.948 -> 0.961
   at 60, 121 and 182 epochs of a 128-epoch job); on the classifier a longer schedule overfits
-  instead (0.7615, 0.7600, 0.7585 at 68, 94 and 120 epochs), and the third length cost 204 s, 0.8
-  of a baseline run, to learn it (docs/benchmarks.md).
+  instead (0.7615, 0.7600, 0.7585 at 68, 94 and 120 epochs: docs/benchmarks.md).
 * **A sooner candidate before a longer run.** A longer run of a configuration that missed is
   trained only after the next candidate, where that one is expected at the target (per chance
   of reaching it) before the longer run would end at the missed run's pace. At 128 unet3d
@@ -58,17 +53,14 @@ A measured miss teaches as a confirmation's does:
 * **Each candidate that could pay.** After a miss a candidate is measured where, reaching the
   target, it gets there before the baseline's run would end (`_not_worth`): what it hands over
   is its time; its time per chance of reaching only orders the candidates (the unlikely last).
-  A fixed count of two configurations left a classifier search with no answer after two
-  cheap misses, where its third decided contender was the other searches' answer; priced per
-  chance, one at 60 epochs stopped at bf16 batch 256 (70 s expected, 185 s per chance, past a
-  168-s baseline) and never measured fp32 batch 128 (73.6 s), the reference's answer at 2.17x
-  (docs/benchmarks.md). What the misses cost is spent either way and does not enter it. The
-  candidates are the race's decided contenders, at most its budget.
+  Priced per chance, a classifier search at 60 epochs stopped with no answer before the
+  reference's (docs/screen.md). What the misses cost is spent either way and does not enter
+  it. The candidates are the race's decided contenders, at most its budget.
 * **What learns no more is not measured next.** The next configuration measured is the fastest
   that does not learn less than one measured short (orchestrator/evidence.py
   `learns_no_more`: the same model at as large a batch or larger, at no finer a precision, or at
-  any precision after a miss larger than a precision can make up), for as many epochs or fewer
-  (trained longer it sees more samples: docs/screen.md).
+  any precision after a miss larger than a precision can make up), at as large a share of its
+  plan or smaller (further along it, it may learn more: docs/screen.md).
 """
 
 from __future__ import annotations
@@ -216,11 +208,19 @@ class Lengths:
         branches = decay_epoch(exported(ctx, rec, first)) > rec.epochs
         return cls(rec, planned, attempts(first, planned, branches))
 
-    def miss(self, target: float) -> tuple[dict, float] | None:
-        """(its configuration, how far its best run ended short); None before a run that
-        validated (a run that failed says nothing of what it learns)."""
+    def miss(self, target: float) -> tuple[dict, float, float] | None:
+        """(its configuration, how far its best run ended short, the share of its plan its
+        longest run trained); None before a run that validated (a run that failed says nothing
+        of what it learns)."""
         scores = [r["best_score"] for r in self.runs if r.get("best_score") is not None]
-        return (self.runs[-1]["config"], target - max(scores)) if scores else None
+        if not scores:
+            return None
+        return self.runs[-1]["config"], target - max(scores), self.share(self.runs[-1]["epochs"])
+
+    def share(self, epochs: int) -> float:
+        """`epochs` as a share of its plan: the race plans each batch for the samples it needs
+        to learn what the baseline's does (a larger batch, more epochs)."""
+        return int(epochs) / max(1, self.planned)
 
     def next_s(self) -> float | None:
         """Its next length's training time at the pace of its last run; None where that run
@@ -317,11 +317,11 @@ def _not_worth(ctx: StageContext, rec: TrialRecord) -> str | None:
 
 
 def _ruled_out(ctx: StageContext, this: Lengths, missed: list) -> tuple[dict, float] | None:
-    """The measured miss that rules `this` out, if any: one it learns no more than, trained for
-    as many epochs or more (trained longer, a larger batch sees more samples, may learn more)."""
-    first = exported(ctx, this.best, this.lengths[0])
-    return next(((m, gap) for m, gap in missed if int(first["epochs"]) <= int(m["epochs"])
-                 and learns_no_more(first, m, gap)), None)
+    """The measured miss that rules `this` out, if any: one it learns no more than, at as large
+    a share of its plan or larger (further along its plan, a larger batch may learn more)."""
+    first, share = exported(ctx, this.best, this.lengths[0]), this.share(this.lengths[0])
+    return next(((m, gap) for m, gap, trained in missed
+                 if share <= trained and learns_no_more(first, m, gap)), None)
 
 
 def _sooner(ctx: StageContext, this: Lengths, rest: list[TrialRecord], missed: list

@@ -41,7 +41,7 @@ import statistics
 from typing import Any
 
 from trainables.config import MANTISSA_BITS, samples_per_step
-from trainables.identity import model_of, twin_key
+from trainables.identity import model_key, model_of, twin_key
 from trainables.status import TrialStatus
 
 # Twins' curves differ by rounding: one may reach the target this many epochs before the other.
@@ -52,6 +52,13 @@ TWIN_MARGIN = 1
 # width-0.5 contenders were decided at 0.27-0.46 and every one ended 4-7 points short; untaught,
 # all four confirmations of three searches went to that model (docs/benchmarks.md).
 LIKELY = 0.5
+# A contender decided at least this likely to reach the target is taken at its word; below it,
+# the next confirmations hedge (`hedged`). Of the contenders the long-jobs searches decided and
+# then measured (unet3d at 8-128 epochs, 2026-12-02 to 12-06), 9 of 10 decided at 0.8 or more
+# reached the target, but 10 of 28 decided at 0.5-0.8: every one of 14 width-0.5 patch-16 ones
+# but 2 missed, at reaches up to 0.78, and a search that confirmed that model four times, at
+# four batches and precisions, handed nothing over (docs/benchmarks.md).
+SURE = 0.8
 # What a finer precision can give back: bf16's 8-bit mantissa cost the classifier about a point
 # of accuracy against fp32 (docs/benchmarks.md). A miss by more is the model's, not its
 # precision's: on unet3d an fp32 run fell short by 3.3 points where its bf16 twin had by 3.2.
@@ -79,7 +86,9 @@ class Evidence:
         self._expected: dict[str, float] = {}  # trial -> its predicted time to the target
         self._configs: dict[str, dict] = {}  # trial -> its configuration, as proposed
         self._told: dict[str, tuple[float, float, float, int, float, float]] = {}  # the race's
-        self._earlier_told: list[tuple[float, float]] = []  # earlier decided (latest, expected)
+        # earlier decided contenders likely to reach it: (latest, expected, chance to reach)
+        self._earlier_told: list[tuple[float, float, float]] = []
+        self._earlier_decided: list[tuple[dict, float]] = []  # (configuration, chance)
         # decided, but expected to end short of the target: (configuration, by how much)
         self._unlikely: list[tuple[dict, float]] = []
         self._ratios: list[float] = []  # measured / predicted of earlier searches' results
@@ -154,11 +163,12 @@ class Evidence:
         time to the target as this search's screen predicts it (tells its twins)."""
         if pace_ratio is not None:  # (`pace_ratio` below: finite and positive, or None)
             self._ratios.append(pace_ratio)
+        self._earlier_decided.append((dict(config), float(reach)))
         if reach < LIKELY:
             self.unlikely(config)
             return
         self._held.append(dict(config))
-        self._earlier_told.append((float(high_s), float(mid_s)))
+        self._earlier_told.append((float(high_s), float(mid_s), float(reach)))
         if predicted_s is not None and predicted_s > 0 and math.isfinite(mid_s):
             self._earlier_twins.append((dict(config), float(mid_s), float(predicted_s)))
 
@@ -175,7 +185,7 @@ class Evidence:
         """The fastest time to the target known for sure: measured, or a decided contender's
         pessimistic bound (`besides`: a contender's own does not count against it)."""
         told = [t[2] for t in self._decided_likely(besides)]
-        bounds = [b for b in [self._best_s, *told, *(high for high, _ in self._earlier_told)]
+        bounds = [b for b in [self._best_s, *told, *(t[0] for t in self._earlier_told)]
                   if b is not None]
         return min(bounds) if bounds else None
 
@@ -186,9 +196,35 @@ class Evidence:
         time, 1.4-3.2x its expected one at a quarter of a plan (unet3d, 32 and 128 epochs),
         and a candidate predicted slower than the expected best confirmed nothing new."""
         times = [self._best_s, *(t[1] for t in self._decided_likely()),
-                 *(mid for _, mid in self._earlier_told)]
+                 *(t[1] for t in self._earlier_told)]
         times = [t for t in times if t is not None and math.isfinite(t)]
         return min(times) if times else None
+
+    def best_per_chance(self) -> float | None:
+        """The least expected time per chance of reaching the target of a decided contender
+        likely to reach it: the one the measure stage would measure first (orchestrator/
+        measure.py ranks them so). While the race hedges (`hedged`), a candidate of a model not
+        yet decided is worth racing where it can beat this, not only the best expected time: if
+        the decided ones all miss, it is the answer."""
+        times = [t[1] / t[4] for t in self._decided_likely()] + \
+            [mid / reach for _, mid, reach in self._earlier_told]
+        times = [t for t in times if math.isfinite(t)]
+        return min(times) if times else None
+
+    def hedged(self) -> set[str]:
+        """The models (trainables/identity.model_key) of every contender decided so far, while
+        none of them is `SURE` to reach the target and nothing has reached it (else empty): the
+        next confirmations go to models not yet decided first. Contenders of one model share its
+        fate: four of them at four batches and precisions, each decided 0.59-0.78 likely, all
+        missed (unet3d at 128 epochs, a baseline at 0.9723), where another model's would have
+        answered."""
+        decided = self._earlier_decided + [
+            (self._configs[trial], told[4]) for trial, told in self._told.items()
+            if trial in self._configs
+            and self._stopped.get(trial, (None,))[0] == TrialStatus.DECIDED]
+        if self._best_s is not None or any(r >= SURE for _, r in decided):
+            return set()
+        return {model_key(config) for config, _ in decided}
 
     def _decided_likely(self, besides: str | None = None) -> list[tuple]:
         """What the race told of each decided contender likely to reach the target."""

@@ -26,7 +26,7 @@ from orchestrator.stages import StageContext
 from orchestrator.stopper import TargetStopper, validation_gate
 from orchestrator.tune_runs import TuneRun, trainable
 from trainables.config import SPEED_ONLY
-from trainables.identity import config_key, learning_key, model_of, run_key
+from trainables.identity import config_key, learning_key, model_key, model_of, run_key
 from trainables.status import TrialStatus, traits
 from trainables.trial.trainable import reuse_actors
 
@@ -56,7 +56,10 @@ class Confirmations(Searcher):
     tried (a confirmation budget spent on one model that cannot learn enough answers nothing),
     the one that fell least short first.
     A miss also casts doubt on each value of its model's knobs (`Evidence.doubts`), so a model
-    with fewer doubted values is tried first. The predictions rank candidates by speed alone and
+    with fewer doubted values is tried first. Until a decided contender is sure to reach the
+    target (`Evidence.hedged`), a model not yet decided goes before another batch or
+    precision of one that was, and is worth racing where it beats the decided ones' time per
+    chance of reaching (`Evidence.best_per_chance`): contenders of one model share its fate. The predictions rank candidates by speed alone and
     the fastest share the thinnest model and the smallest patch: without this, every
     confirmation of a small budget went to models that could not reach the target (unet3d,
     docs/benchmarks.md). The baseline's values are never doubted: it reached the target.
@@ -119,13 +122,18 @@ class Confirmations(Searcher):
         short: dict[str, float] = {}  # model -> the least it fell short by
         for config, gap in shortfalls:
             short[learning_key(config)] = min(short.get(learning_key(config), math.inf), gap)
-        doubted = self.evidence.doubts(self.varied)
+        doubted, hedged = self.evidence.doubts(self.varied), self.evidence.hedged()
         # Stable: within a rank, fastest predicted first.
         order = sorted(self.left, key=lambda i: (
             len(pairs(self.configs[i], self.varied) & doubted),
+            model_key(self.configs[i]) in hedged,
             short.get(learning_key(self.configs[i]), -1.0)))
         best, scale = self.evidence.best_expected(), self.evidence.calibration()
-        return next((i for i in order if best is None or self._worth(i, best, scale)), None)
+        # While it hedges, another model can win where the decided may all miss: per chance.
+        other = self.evidence.best_per_chance() if hedged else None
+        return next((i for i in order if best is None or self._worth(
+            i, other if other is not None and model_key(self.configs[i]) not in hedged
+            else best, scale)), None)
 
     def _worth(self, i: int, best: float, scale: float) -> bool:
         """Candidate `i` can beat `best`: predicted to, or (the bet) within the slack where the

@@ -8,11 +8,12 @@ import math
 
 import pytest
 
-from orchestrator.evidence import Evidence
+from orchestrator.evidence import SURE, Evidence
 from orchestrator.objective import MatchBaselineObjective
 from orchestrator.screen.confirm import Confirmations
 from orchestrator.stopper import TargetStopper
 from tests.orchestrator.test_screen_strategy import BASELINE
+from trainables.status import TrialStatus
 
 OBJECTIVE = MatchBaselineObjective(baseline_score=0.8, baseline_s=100.0)
 
@@ -188,3 +189,43 @@ def test_a_miss_larger_than_a_precision_costs_rules_out_the_finer_precision_too(
     searcher = Confirmations([fp32, other], [4.0, 6.0], evidence)
     assert searcher.suggest("a") == other
     assert searcher.suggest("b") == (fp32 if fp32_tried else "FINISHED")
+
+
+def test_until_a_decided_contender_is_sure_the_next_goes_to_a_model_not_yet_decided():
+    """unet3d at 128 epochs, a baseline at 0.9723 (2026-12-06): the race decided four
+    contenders of one model (width 0.5, patch 16), 0.59-0.78 likely each, and all four missed;
+    width 1.0 was predicted 12.4 s, patch 24 25-30 s. Until one is SURE, the next goes to a
+    model not decided yet, and another model is worth racing where it beats the decided ones'
+    time per chance of reaching; once one is sure, the order is the predictions' again."""
+    thin = {"precision": "bf16-mixed", "width": 0.5, "patch_size": 16}
+    a, b = {**thin, "batch_size": 4}, {**thin, "batch_size": 8}
+    wide = {**thin, "width": 1.0, "batch_size": 4}
+    patch = {**thin, "patch_size": 24, "batch_size": 2}
+    configs, predicted = [a, b, wide, patch], [10.3, 11.3, 12.4, 24.7]
+    evidence = Evidence()
+    searcher = Confirmations(configs, predicted, evidence)
+    assert searcher.suggest("c1") == a
+    evidence.expected("c1", 6.3, 16.2, 42.0, 59, 0.63, 10.3)
+    evidence.stopped("c1", TrialStatus.DECIDED, "decided")
+    assert searcher.suggest("c2") == wide  # not batch 8 of the model just decided
+    evidence.expected("c2", 7.0, 17.0, 45.0, 60, 0.7, 12.4)
+    evidence.stopped("c2", TrialStatus.DECIDED, "decided")
+    # 24.7 s x 0.75 is past the best expected (16.2 s), not its 24.3 s per chance (17 / 0.7).
+    assert evidence.best_expected() == pytest.approx(16.2)
+    assert evidence.best_per_chance() == pytest.approx(17.0 / 0.7)
+    assert searcher.next_index() == 3
+    # A resumed search knows them as earlier results, and goes on alike.
+    earlier = Evidence()
+    earlier.earlier_expected(a, 42.0, 0.63, 16.2)
+    earlier.earlier_expected(wide, 45.0, 0.7, 17.0)
+    assert Confirmations(configs[1:], predicted[1:], earlier).next_index() == 2
+    assert searcher.suggest("c3") == patch
+    evidence.expected("c3", 10.0, 20.0, 30.0, 40, 0.9, 24.7)
+    evidence.stopped("c3", TrialStatus.DECIDED, "decided")
+    assert evidence.hedged() == set() and searcher.suggest("c4") == b  # one is sure
+    # Nothing hedges where a decided contender was sure from the start.
+    sure = Evidence()
+    sure.expected("s", 6.3, 16.2, 30.0, 59, SURE, 10.3)
+    sure.expect("s", 10.3, a)
+    sure.stopped("s", TrialStatus.DECIDED, "decided")
+    assert Confirmations([b, wide], [11.3, 12.4], sure).next_index() == 0

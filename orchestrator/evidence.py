@@ -54,10 +54,10 @@ TWIN_MARGIN = 1
 LIKELY = 0.5
 # A contender decided at least this likely to reach the target is taken at its word; below it,
 # the next confirmations hedge (`hedged`). Of the contenders the long-jobs searches decided and
-# then measured (unet3d at 8-128 epochs, 2026-12-02 to 12-06), 9 of 10 decided at 0.8 or more
-# reached the target, but 10 of 28 decided at 0.5-0.8: every one of 14 width-0.5 patch-16 ones
-# but 2 missed, at reaches up to 0.78, and a search that confirmed that model four times, at
-# four batches and precisions, handed nothing over (docs/benchmarks.md).
+# then measured (unet3d at 8-128 epochs, 2026-12-02 to 12-06), 10 of 11 decided 0.8 likely or
+# more reached the target, but 9 of 27 decided at 0.5-0.8: of 17 width-0.5 patch-16 ones
+# decided 0.51-0.78 likely, 1 did, and a search that raced that model four times, at four
+# batches and precisions, handed nothing over (docs/benchmarks.md).
 SURE = 0.8
 # What a finer precision can give back: bf16's 8-bit mantissa cost the classifier about a point
 # of accuracy against fp32 (docs/benchmarks.md). A miss by more is the model's, not its

@@ -6,50 +6,31 @@ reached the target first is exported with the epochs it needs, E, its schedule p
 and trained so, to its end. That run is the speedup's numerator (orchestrator/economics.py):
 `orchestrator train best_config.json` is the same run.
 
-**It goes on from the race.** A race contender trains warmup-stable-decay with its warm-up in
-epochs (orchestrator/screen/race.py `contender_schedule`); E epochs on the same warm-up take
-the same learning rates step for step until the shorter run decays. So where the race stopped
-the winner after d epochs inside that stretch, its checkpoint is the exported run after d
-epochs: the measured run goes on from it and trains E - d epochs, its clock the contender's
-(trainables/loop/resume.py checks it; else it trains from scratch). Trained whole, the
-exported run scores the same epoch for epoch (tests/integration/test_goes_on.py). An E too
-short for the contender's warm-up is handed over on the schedule the race replaced
-(`race.schedule_for`), from scratch.
+**It goes on from the race.** A contender trains warmup-stable-decay with its warm-up in
+epochs (race.contender_schedule), so E epochs on that warm-up take its learning rates step for
+step until they decay: the measured run goes on from the contender's checkpoint and trains
+E - d epochs (trainables/loop/resume.py; tests/integration/test_goes_on.py). An E too short for
+that warm-up is handed over on the schedule the race replaced (`race.schedule_for`).
 
-A schedule planned for E epochs anneals by epoch E, where the P-epoch schedule was still at a
-high learning rate, so the run often ends above the target; where it does not (its best
-validated score below the target: a schedule squeezed too far), it is measured again halfway to
-its plan (where that is a fifth shorter than the plan, or more), then at its whole plan, P
-epochs, which its confirmation showed passes the target on the way. Each attempt is a run of
-its own in the search's cost. What a search measured is known to later searches of the same
-question on this machine kind (the strategy's `known_measurement`), and not trained again.
-
-**A longer run goes on from the one that missed**, where the race's schedule lets it: from the
-missed run's checkpoint where its decay began, so the lengths step up by a quarter
-(orchestrator/lengths.py).
-
-**A run on the line is lengthened once** (orchestrator/lengths.py `hold_margin`), and the
-longest run that reached is handed over; `holds` in measured.json says if it ended beyond it.
-
-**A run that reached the target well before its end is measured shorter, once** (`_shorter`):
-planned for the epoch it first reached the target at, where that is `MIDDLE_SHORTER` of its
-epochs or more sooner and it ended beyond the margin (the race tells a contender's epochs
-roughly: docs/screen.md). It anneals by then, goes on from the contender as the longer one
-did, and is handed over only where it, too, ends beyond the margin.
+A run whose best score ends below the target is measured longer: a quarter longer at a time
+from the missed run's checkpoint where its decay began, where the race's schedule lets it, else
+halfway to its plan, then its plan (orchestrator/lengths.py). Each attempt is a run of its own
+in the search's cost; what a search measured later searches of the same question on this
+machine kind know (the strategy's `known_measurement`). A run on the line is lengthened once
+(`lengths.hold_margin`); one that reached the target well before its end is measured shorter,
+once (`_shorter`). Why each: docs/screen.md.
 
 A measured miss teaches as a confirmation's does:
 * **Lengthened only while it pays.** The third length is tried only where the second made up
   at least half of what the first still missed, or where what is still missing lies within the
-  run's own validation noise. On unet3d every lengthening paid (Dice 0.936 -> 0.948 -> 0.961
-  at 60, 121 and 182 epochs of a 128-epoch job); on the classifier a longer schedule overfits
-  instead (0.7615, 0.7600, 0.7585 at 68, 94 and 120 epochs: docs/benchmarks.md).
-* **A sooner candidate before a longer run.** A longer run of a configuration that missed is
-  trained only after the next candidate, where that one is expected at the target (per chance
-  of reaching it) before the longer run would end at the missed run's pace. At 128 unet3d
-  epochs a patch-16 answer 0.009 short at 53 epochs was trained again at 109 (138 s, 4.7x)
-  where a patch-24 contender was expected in 111 s per chance, and the other searches' patch-24
-  answers gave 6.1-6.3x (docs/benchmarks.md). The longer run passed over is still measured
-  after the candidates that went before it, if they miss too.
+  run's own validation noise. On unet3d every lengthening paid; on the classifier a longer
+  schedule overfits (0.7615, 0.7600, 0.7585 at 68, 94 and 120 epochs: docs/benchmarks.md).
+* **The sooner first: a candidate or a longer run.** A longer run of a configuration that
+  missed waits for the next candidate where that one is expected at the target (per chance of
+  reaching it) before the longer run would end at the missed run's pace (`_sooner`), and goes
+  before each later one it would end before (`_waiting`): at 128 unet3d epochs a patch-16
+  answer 0.009 short at 53 epochs was trained again at 109 (138 s, 4.7x) where a patch-24
+  contender was expected in 111 s per chance and gave 6.1-6.3x elsewhere (docs/benchmarks.md).
 * **Each candidate that could pay.** After a miss a candidate is measured where, reaching the
   target, it gets there before the baseline's run would end (`_not_worth`): what it hands over
   is its time; its time per chance of reaching only orders the candidates (the unlikely last).
@@ -153,14 +134,23 @@ def run(ctx: StageContext, strategy) -> None:
             continue
         this = Lengths.of(ctx, best)
         lengths.append(this)
-        ruled_out = _ruled_out(ctx, this, missed)
+        rest, ruled_out = candidates[i + 1:], _ruled_out(ctx, this, missed)
+        if ruled_out is None and (waiting := _waiting(passed_over, best)) is not None:
+            ctx.say(f"measure: {waiting.lengths[0]} epochs of {waiting.best.trial_id} before "
+                    f"{best.trial_id}: {waiting.next_s():.1f} s at its pace, {best.trial_id} is "
+                    f"expected at the target in {best.per_chance_s:.1f} s per chance")
+            if _measure(ctx, strategy, waiting, tried,
+                        lambda: _sooner(ctx, waiting, candidates[i:], missed)):
+                break
+            if (miss := waiting.miss(target)) is not None:
+                missed.append(miss)
+            ruled_out = _ruled_out(ctx, this, missed)
         if ruled_out is not None:
             chosen = best.knobs | best.picks
             keys = [k for k in chosen if k != "epochs"]
             ctx.say(f"measure: not {_shown(chosen, keys)}: it learns no more "
                     f"than {_shown(ruled_out[0], keys)}, measured {ruled_out[1]:.4f} short")
             continue
-        rest = candidates[i + 1:]
         if _measure(ctx, strategy, this, tried, lambda: _sooner(ctx, this, rest, missed)):
             break
         if this.lengths:
@@ -340,6 +330,16 @@ def _sooner(ctx: StageContext, this: Lengths, rest: list[TrialRecord], missed: l
         per = rec.per_chance_s
         return rec if per is not None and per < next_s else None
     return None
+
+
+def _waiting(passed_over: list[Lengths], rec: TrialRecord) -> Lengths | None:
+    """The longer run passed over that goes before `rec`: the soonest at its pace, where that
+    is sooner than `rec` per chance (at 128 unet3d epochs a width-1.0 run 0.0023 short, 21.1 s
+    longer, waited for a width-0.5 one at 26.7 s per chance too, which missed)."""
+    ready = sorted((t.next_s(), i) for i, t in enumerate(passed_over)
+                   if t.lengths and t.next_s() is not None)
+    per = rec.per_chance_s
+    return passed_over[ready[0][1]] if ready and per is not None and ready[0][0] < per else None
 
 
 def _shown(config: dict, keys: list[str]) -> str:

@@ -383,3 +383,21 @@ def test_a_larger_batch_further_along_its_plan_than_a_miss_is_still_measured(tmp
         asked, answer, said = _measure_stage(tmp_path, decided, runs, target=target)
         assert asked == ([(4, 48), (4, 102)] if ruled_out else [(4, 48), (8, 82)]), said
         assert answer["reached"] and answer["config"]["batch_size"] == (4 if ruled_out else 8)
+
+
+def test_a_longer_run_passed_over_goes_before_a_later_candidate_it_would_end_before(tmp_path):
+    """unet3d at 128 epochs, a baseline at 0.9723 (2026-12-06): width 1.0, measured first, ended
+    0.0023 short at 73 epochs; its 92 epochs (21.1 s at its pace) waited for two width-0.5
+    contenders expected sooner per chance (19.4 s, 19.6 s), which missed, and then for a third
+    expected later (26.7 s), which missed too, before they reached the target. Here at a second
+    an epoch: the wide one's 109 epochs (109 s) wait for batch 4 (76.9 s per chance) but go
+    before batch 2 (125 s per chance)."""
+    decided = [_contender("wide", 8, 24, 160, 58, 50.0, 0.9),
+               _contender("thin4", 4, 16, 153, 74, 60.0, 0.78),
+               _contender("thin2", 2, 16, 128, 57, 57.0, 0.456)]
+    runs = {(8, 58): [0.90] * 57 + [0.9550], (4, 74): [0.90] * 73 + [0.9433],
+            (4, 114): [0.90] * 113 + [0.9443], (8, 109): [0.90] * 100 + [0.9600] * 9}
+    asked, answer, said = _measure_stage(tmp_path, decided, runs, target=0.9575)
+    assert asked == [(8, 58), (4, 74), (4, 114), (8, 109)]
+    assert answer["reached"] and answer["epochs"] == 109
+    assert any("109 epochs of wide before thin2" in line for line in said)

@@ -1,10 +1,8 @@
 """The measure stage: the answer, trained as it is handed over.
 
-A confirmation trains a configuration on a schedule planned for P epochs and stops it at epoch
-E, the first at the target. What a user runs is `best_config.json`: so the configuration that
-reached the target first is exported with the epochs it needs, E, its schedule planned for them,
-and trained so, to its end. That run is the speedup's numerator (orchestrator/economics.py):
-`orchestrator train best_config.json` is the same run.
+The configuration the race expects at the target first is exported with the epochs it needs,
+E, its schedule planned for them (`best_config.json`), and trained so, to its end: the speedup's
+numerator (orchestrator/economics.py); `orchestrator train best_config.json` is the same run.
 
 **It goes on from the race.** A contender trains warmup-stable-decay with its warm-up in
 epochs (race.contender_schedule), so E epochs on that warm-up take its learning rates step for
@@ -21,22 +19,15 @@ machine kind know (the strategy's `known_measurement`). A run on the line is len
 once (`_shorter`). Why each: docs/screen.md.
 
 A measured miss teaches as a confirmation's does:
-* **Lengthened only while it pays.** The third length is tried only where the second made up
-  at least half of what the first still missed, or where what is still missing lies within the
-  run's own validation noise. On unet3d every lengthening paid; on the classifier a longer
-  schedule overfits (0.7615, 0.7600, 0.7585 at 68, 94 and 120 epochs: docs/benchmarks.md).
+* **Lengthened only while it pays** (orchestrator/lengths.py `lengthening_pays`; on the
+  classifier a longer schedule overfits), but for a last resort (`_last_resort`).
 * **The sooner first: a candidate or a longer run.** A longer run of a configuration that
   missed waits for the next candidate where that one is expected at the target (per chance of
   reaching it) before the longer run would end at the missed run's pace (`_sooner`), and goes
-  before each later one it would end before (`_waiting`): at 128 unet3d epochs a patch-16
-  answer 0.009 short at 53 epochs was trained again at 109 (138 s, 4.7x) where a patch-24
-  contender was expected in 111 s per chance and gave 6.1-6.3x elsewhere (docs/benchmarks.md).
+  before each later one it would end before (`_waiting`).
 * **Each candidate that could pay.** After a miss a candidate is measured where, reaching the
-  target, it gets there before the baseline's run would end (`_not_worth`): what it hands over
-  is its time; its time per chance of reaching only orders the candidates (the unlikely last).
-  Priced per chance, a classifier search at 60 epochs stopped with no answer before the
-  reference's (docs/screen.md). What the misses cost is spent either way and does not enter
-  it. The candidates are the race's decided contenders, at most its budget.
+  target, it gets there before the baseline's run would end (`_not_worth`); its time per chance
+  of reaching only orders the candidates. They are the race's decided contenders.
 * **What learns no more is not measured next.** The next configuration measured is the fastest
   that does not learn less than one measured short (orchestrator/evidence.py
   `learns_no_more`: the same model at as large a batch or larger, at no finer a precision, or at
@@ -70,14 +61,11 @@ SEARCH_ONLY = ("val_skip_above_loss", "val_skip_until")
 
 
 # About this many validations a measured run, at most: its first epoch at the target is known to
-# 1/32 of its run (late by that at worst: its speedup to the same target errs low, never high),
-# and whether it ends at the target exactly (its last epoch always validates). Validating every
-# epoch once past the loss gate, unet3d's 214-epoch answer took 105 s of wall time for 59 s of
-# training (docs/benchmarks.md): half of that search's cost.
+# 1/32 of its run (late by that at worst), and its last epoch always validates. Validating every
+# epoch, unet3d's 214-epoch answer took 105 s of wall for 59 s of training (docs/benchmarks.md).
 MEASURE_POINTS = 32
-# About this many a shorter run's (`_shorter`): its end decides it, and its first epoch at the
-# target, late by up to a quarter of it, errs low. At 32 unet3d epochs a 22-epoch shorter run
-# validated 12 times, 5.0 s of its 13.9-s wall.
+# About this many a shorter run's (`_shorter`): its end decides it (at 32 unet3d epochs a
+# 22-epoch shorter run validated 12 times, 5.0 s of its 13.9-s wall).
 SHORTER_POINTS = 4
 
 
@@ -137,8 +125,7 @@ def run(ctx: StageContext, strategy) -> None:
         rest, ruled_out = candidates[i + 1:], _ruled_out(ctx, this, missed)
         if ruled_out is None and (waiting := _waiting(passed_over, best)) is not None:
             ctx.say(f"measure: {waiting.lengths[0]} epochs of {waiting.best.trial_id} before "
-                    f"{best.trial_id}: {waiting.next_s():.1f} s at its pace, {best.trial_id} is "
-                    f"expected at the target in {best.per_chance_s:.1f} s per chance")
+                    f"{best.trial_id}: {waiting.next_s():.1f} s against {best.per_chance_s:.1f} s")
             if _measure(ctx, strategy, waiting, tried,
                         lambda: _sooner(ctx, waiting, candidates[i:], missed)):
                 break
@@ -161,6 +148,10 @@ def run(ctx: StageContext, strategy) -> None:
         for this in passed_over:
             if _measure(ctx, strategy, this, tried, lambda: None):
                 break
+    if not _reached(tried) and (last := _last_resort(ctx, lengths)) is not None:
+        ctx.say(f"measure: nothing else left: {last.best.trial_id} at its plan, "
+                f"{last.lengths[0]} epochs, the least short ({last.miss(target)[1]:.4f})")
+        _measure(ctx, strategy, last, tried, lambda: None)
     # The longest run that reached, where one on the line was lengthened and the longer missed.
     (answer,), margin = _reached(tried)[-1:] or tried[-1:], _margin(ctx)
     owner = next((t for t in lengths if any(r is answer for r in t.runs)), None)
@@ -177,13 +168,14 @@ def _reached(tried: list[dict]) -> list[dict]:
 @dataclass
 class Lengths:
     """A configuration's lengths still to measure (shortest first) and its runs so far."""
-
     best: TrialRecord
     planned: int
     lengths: list[int]
     runs: list[dict] = field(default_factory=list)
     holding: bool = False
     """Its last run reached the target on the line: the next length is trained once, to hold."""
+    given_up: list[int] = field(default_factory=list)
+    """The lengths left where a lengthening stopped paying (`_last_resort`'s)."""
     points: int = MEASURE_POINTS
     """About how many times each run validates (`validation_cadence`)."""
 
@@ -192,24 +184,21 @@ class Lengths:
         """`rec`'s lengths to measure (`attempts`), none measured yet."""
         planned = int({**ctx.prepared.base, **rec.knobs}.get("epochs") or ctx.spec.epochs)
         first = epochs_needed(rec, ctx.objective.target, planned)
-        # A quarter at a time only where the first run's decay begins past the race's epoch,
-        # so the next goes on from it: at 8 unet3d epochs the quarters were 3, 4, 5, 7, 8, each
-        # from the race's epoch 2, a run's fixed cost each (the README's command).
+        # A quarter at a time only where the next goes on from the first run's decay (at 8
+        # unet3d epochs quarters 3, 4, 5, 7, 8 each went on from the race's epoch 2).
         branches = decay_epoch(exported(ctx, rec, first)) > rec.epochs
         return cls(rec, planned, attempts(first, planned, branches))
 
     def miss(self, target: float) -> tuple[dict, float, float] | None:
         """(its configuration, how far its best run ended short, the share of its plan its
-        longest run trained); None before a run that validated (a run that failed says nothing
-        of what it learns)."""
+        longest run trained); None before a run that validated."""
         scores = [r["best_score"] for r in self.runs if r.get("best_score") is not None]
         if not scores:
             return None
         return self.runs[-1]["config"], target - max(scores), self.share(self.runs[-1]["epochs"])
 
     def share(self, epochs: int) -> float:
-        """`epochs` as a share of its plan: the race plans each batch for the samples it needs
-        to learn what the baseline's does (a larger batch, more epochs)."""
+        """`epochs` as a share of its plan (the race plans a larger batch for more epochs)."""
         return int(epochs) / max(1, self.planned)
 
     def next_s(self) -> float | None:
@@ -234,7 +223,7 @@ def _measure(ctx: StageContext, strategy, this: Lengths, tried: list[dict], soon
                     f"{runs[-1]['epochs']} epochs moved its best score "
                     f"{runs[-1]['best_score'] - runs[-2]['best_score']:+.4f}, "
                     f"{target - runs[-1]['best_score']:.4f} still missing")
-            this.lengths = []
+            this.given_up, this.lengths = this.lengths, []
             return False
         other = sooner() if runs and not this.holding else None
         if other is not None:
@@ -258,10 +247,9 @@ def _measure(ctx: StageContext, strategy, this: Lengths, tried: list[dict], soon
 def _shorter(ctx: StageContext, strategy, this: Lengths, answer: dict, tried: list,
              margin: float) -> dict:
     """The answer, or a shorter run of it: where `answer` first reached the target
-    `MIDDLE_SHORTER` of its epochs or more before its end, and beyond `margin`, a run
-    planned for that epoch is measured once, and handed over where it reaches the target
-    beyond the noise too. Its schedule anneals by then, where the longer run's was still at its
-    peak lr; it goes on from where the longer one did (its contender's epochs)."""
+    `MIDDLE_SHORTER` of its epochs or more before its end, and beyond `margin`, a run planned
+    for that epoch (it anneals by then) is measured once, and handed over where it reaches the
+    target beyond the noise too."""
     target, epochs = ctx.objective.target, int(answer["epochs"])
     first = first_at(answer.get("curve") or [], target)
     if first is None or answer["best_score"] < target + margin or \
@@ -295,8 +283,7 @@ def _margin(ctx: StageContext) -> float:
 def _not_worth(ctx: StageContext, rec: TrialRecord) -> str | None:
     """Why `rec` is not measured after a miss: even reaching the target, it gets there no
     sooner than the baseline's run ends (it would hand over no speedup); None: it is measured.
-    Its chance does not enter: the unlikely come last already, and one after it, less likely
-    but sooner, may still pay, so the stage goes on to the next."""
+    Its chance does not enter: one less likely but sooner may still pay."""
     baseline_s = float((ctx.baseline or {}).get("train_time_s") or math.inf)
     at = rec.told_s
     if at is not None and at < baseline_s:
@@ -317,9 +304,8 @@ def _ruled_out(ctx: StageContext, this: Lengths, missed: list) -> tuple[dict, fl
 def _sooner(ctx: StageContext, this: Lengths, rest: list[TrialRecord], missed: list
             ) -> TrialRecord | None:
     """The next candidate in `rest` that `this`'s misses do not rule out, where it is expected
-    at the target (per chance of reaching it) before `this` at its next length: at 128 unet3d
-    epochs a patch-16 contender measured 0.009 short at 53 epochs was trained again at 109
-    (138 s) where a patch-24 one was expected in 111 s per chance (docs/benchmarks.md)."""
+    at the target (per chance of reaching it) before `this` at its next length (docs/screen.md:
+    a patch-16 run 0.009 short trained again at 109 epochs, 138 s, where patch 24 was 111 s)."""
     miss, next_s = this.miss(ctx.objective.target), this.next_s()
     if next_s is None:
         return None
@@ -332,10 +318,24 @@ def _sooner(ctx: StageContext, this: Lengths, rest: list[TrialRecord], missed: l
     return None
 
 
+def _last_resort(ctx: StageContext, lengths: list[Lengths]) -> Lengths | None:
+    """Where nothing reached the target and nothing is left to measure: the configuration that
+    missed least, where a lengthening gave it up, set to train once at its plan (planned to learn
+    what the baseline's run does), where that ends before the baseline's run would."""
+    target = ctx.objective.target
+    left = [t for t in lengths if t.given_up and t.miss(target) is not None]
+    if not left:
+        return None
+    last = min(left, key=lambda t: t.miss(target)[1])
+    last.lengths, last.holding = last.given_up[-1:], True  # one run, whatever it moves
+    spent = last.next_s()
+    return last if spent is not None and spent < float(
+        (ctx.baseline or {}).get("train_time_s") or math.inf) else None
+
+
 def _waiting(passed_over: list[Lengths], rec: TrialRecord) -> Lengths | None:
     """The longer run passed over that goes before `rec`: the soonest at its pace, where that
-    is sooner than `rec` per chance (at 128 unet3d epochs a width-1.0 run 0.0023 short, 21.1 s
-    longer, waited for a width-0.5 one at 26.7 s per chance too, which missed)."""
+    is sooner than `rec` per chance (docs/screen.md)."""
     ready = sorted((t.next_s(), i) for i, t in enumerate(passed_over)
                    if t.lengths and t.next_s() is not None)
     per = rec.per_chance_s

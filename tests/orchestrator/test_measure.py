@@ -401,3 +401,21 @@ def test_a_longer_run_passed_over_goes_before_a_later_candidate_it_would_end_bef
     assert asked == [(8, 58), (4, 74), (4, 114), (8, 109)]
     assert answer["reached"] and answer["epochs"] == 109
     assert any("109 epochs of wide before thin2" in line for line in said)
+
+
+def test_where_nothing_else_is_left_the_least_short_is_trained_once_at_its_plan(tmp_path):
+    """unet3d at 128 epochs (2026-12-06, 12:00): width 1.0 batch 4 ended 0.9502 and 0.9506 at 54
+    and 68 epochs of its 155 (the target 0.9558), lengthening gave up, the width-0.5 ones missed
+    by more or were ruled out, and the search handed nothing over. With nothing else left, the
+    one that missed least trains once at its plan, where that ends before the baseline's run."""
+    decided = [_contender("wide", 4, 24, 155, 34, 10.5, 0.87),
+               _contender("thin", 8, 16, 207, 51, 12.2, 0.6)]
+    runs = {(4, 34): [0.9400] * 34, (8, 51): [0.9200] * 51, (8, 129): [0.9210] * 129,
+            (4, 95): [0.9405] * 95, (4, 155): [0.9600] * 155}
+    asked, answer, said = _measure_stage(tmp_path, decided, runs, target=0.9558)
+    assert asked == [(4, 34), (8, 51), (8, 129), (4, 95), (4, 155)]
+    assert answer["reached"] and answer["epochs"] == 155
+    assert any("nothing else left: wide at its plan, 155 epochs" in line for line in said)
+    # Where its plan would end after the baseline's run, it would hand over no speedup.
+    asked, answer, _ = _measure_stage(tmp_path, decided, runs, target=0.9558, baseline_s=150.0)
+    assert asked[-1] == (4, 95) and not answer["reached"]

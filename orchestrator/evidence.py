@@ -218,10 +218,8 @@ class Evidence:
         fate: four of them at four batches and precisions, each decided 0.59-0.78 likely, all
         missed (unet3d at 128 epochs, a baseline at 0.9723), where another model's would have
         answered."""
-        decided = self._earlier_decided + [
-            (self._configs[trial], told[4]) for trial, told in self._told.items()
-            if trial in self._configs
-            and self._stopped.get(trial, (None,))[0] == TrialStatus.DECIDED]
+        decided = self._earlier_decided + [(self._configs[trial], self._told[trial][4])
+                                           for trial in self._decided() if trial in self._configs]
         if self._best_s is not None or any(r >= SURE for _, r in decided):
             return set()
         return {model_key(config) for config, _ in decided}
@@ -230,11 +228,14 @@ class Evidence:
         """What the race told of each decided contender likely to reach the target."""
         return [self._told[trial] for trial in self._likely(besides)]
 
+    def _decided(self, besides: str | None = None) -> list[str]:
+        """The contenders the race decided (stopped with their expected time)."""
+        return [trial for trial in self._told if trial != besides
+                and self._stopped.get(trial, (None,))[0] == TrialStatus.DECIDED]
+
     def _likely(self, besides: str | None = None) -> list[str]:
         """The decided contenders likely to reach the target."""
-        return [trial for trial, t in self._told.items()
-                if trial != besides and t[4] >= LIKELY
-                and self._stopped.get(trial, (None,))[0] == TrialStatus.DECIDED]
+        return [trial for trial in self._decided(besides) if self._told[trial][4] >= LIKELY]
 
     def twin_expected(self, config: dict, predicted_s: float) -> float | None:
         """The soonest `config` can be expected at the target where the race decided a twin

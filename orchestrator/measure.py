@@ -201,13 +201,13 @@ class Lengths:
         """`epochs` as a share of its plan (the race plans a larger batch for more epochs)."""
         return int(epochs) / max(1, self.planned)
 
-    def next_s(self) -> float | None:
-        """Its next length's training time at the pace of its last run; None where that run
-        has no pace (it failed)."""
+    def next_s(self, epochs: int | None = None) -> float | None:
+        """Its next length's (or `epochs`') training time at the pace of its last run; None
+        where that run has no pace (it failed)."""
         spent = self.runs[-1].get("train_time_s")
         if spent is None or not math.isfinite(float(spent)):
             return None
-        return float(spent) / max(1, int(self.runs[-1]["epochs"])) * self.lengths[0]
+        return float(spent) / max(1, int(self.runs[-1]["epochs"])) * (epochs or self.lengths[0])
 
 
 def _measure(ctx: StageContext, strategy, this: Lengths, tried: list[dict], sooner) -> bool:
@@ -323,14 +323,14 @@ def _last_resort(ctx: StageContext, lengths: list[Lengths]) -> Lengths | None:
     missed least, where a lengthening gave it up, set to train once at its plan (planned to learn
     what the baseline's run does), where that ends before the baseline's run would."""
     target = ctx.objective.target
-    left = [t for t in lengths if t.given_up and t.miss(target) is not None]
-    if not left:
+    if not (left := [t for t in lengths if t.given_up and t.miss(target) is not None]):
         return None
     last = min(left, key=lambda t: t.miss(target)[1])
-    last.lengths, last.holding = last.given_up[-1:], True  # one run, whatever it moves
-    spent = last.next_s()
-    return last if spent is not None and spent < float(
-        (ctx.baseline or {}).get("train_time_s") or math.inf) else None
+    spent = last.next_s(last.given_up[-1])
+    if spent is not None and spent < float((ctx.baseline or {}).get("train_time_s") or math.inf):
+        last.lengths, last.holding = last.given_up[-1:], True  # one run, whatever it moves
+        return last
+    return None
 
 
 def _waiting(passed_over: list[Lengths], rec: TrialRecord) -> Lengths | None:

@@ -11,9 +11,10 @@ own seed and in an empty folder. Each records, by the product's own definitions
 (economics.json), its search cost in baseline runs, its payback and the speedup of the answer it
 hands over (its measured run). The reference is `--reference-repeats` `--confirm full`
 searches at the same length against the same baseline, at the repeats' first seeds (its cost is
-what the race removes). One was run at first; at 32 unet3d epochs that one's speedup, the same
-seed each time, moved 2.52-5.13x over four runs of one day, so a median of 3 against one run was
-more its luck than the race's (docs/benchmarks.md). The last
+what the race removes), each run next to the race search of its seed. One was run at first;
+at 32 unet3d epochs that one's speedup, the same seed each time, moved 2.52-5.13x over four runs
+of one day, so a median of 3 against one run was more its luck than the race's (docs/
+benchmarks.md). The last
 repeat at the longest length takes its baseline from MLflow instead (`--baseline runs:/ID`):
 a search from history trains no baseline.
 
@@ -80,19 +81,25 @@ def one_length(workload: str, epochs: int, args, longest: bool) -> dict:
     first = search(workload, epochs, args.seed, root / "repeat-0", args)
     record = str(Path(first.output_dir) / "baseline.json")
     rows.append(first)
-    for r in range(1, args.repeats):
-        history = f"runs:/{baseline_run_id(first, args.uri)}" \
-            if longest and r == args.repeats - 1 else record
-        rows.append(search(workload, epochs, args.seed + r, root / f"repeat-{r}", args,
-                           baseline=history))
+    ref_seeds = [args.seed + r for r in range(args.reference_repeats)]
+    references = []
+    # Each race search and the reference at its seed one after the other: on this 2-core
+    # machine the pace drifts by minutes (at 15 classifier epochs every configuration trained
+    # 15-20% faster in the references' last 4 minutes than in the races' first 4), and a
+    # speedup over the one baseline run takes that drift for the answer's.
+    for r in range(max(args.repeats, args.reference_repeats)):
+        if r < args.reference_repeats:
+            references.append(economics(search(
+                workload, epochs, ref_seeds[r], root / ("reference" + (f"-{r}" if r else "")),
+                args, baseline=record, confirm="full")))
+        if 0 < r < args.repeats:
+            history = f"runs:/{baseline_run_id(first, args.uri)}" \
+                if longest and r == args.repeats - 1 else record
+            rows.append(search(workload, epochs, args.seed + r, root / f"repeat-{r}", args,
+                               baseline=history))
     econ = [economics(result) for result in rows]
     wall = baseline_wall(first)
     # The first search trained the baseline: its own run is not its cost (economics.json).
-    ref_seeds = [args.seed + r for r in range(args.reference_repeats)]
-    references = [economics(search(workload, epochs, seed,
-                                   root / ("reference" + (f"-{r}" if r else "")), args,
-                                   baseline=record, confirm="full"))
-                  for r, seed in enumerate(ref_seeds)]
     found = spread([e["speedup"] for e in econ])
     reference = spread([e["speedup"] for e in references])
     return {

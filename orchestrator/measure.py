@@ -19,7 +19,7 @@ machine kind know (the strategy's `known_measurement`). A run on the line is len
 once (`_shorter`). Why each: docs/screen.md.
 
 A measured miss teaches as a confirmation's does:
-* **Lengthened only while it pays** (orchestrator/lengths.py `lengthening_pays`; on the
+* **Lengthened only while it pays** (orchestrator/lengths.py `why_not_longer`; on the
   classifier a longer schedule overfits), but for a last resort (`_last_resort`).
 * **The sooner first: a candidate or a longer run.** A longer run of a configuration that
   missed waits for the next candidate where that one is expected at the target (per chance of
@@ -45,7 +45,7 @@ from typing import Any
 from orchestrator.curves import first_at
 from orchestrator.evidence import learns_no_more
 from orchestrator.lengths import (MIDDLE_SHORTER, attempts, decay_epoch, going_on_from,
-                                  hold_margin, lengthening_pays)
+                                  hold_margin, why_not_longer)
 from orchestrator.measured import describe, measurement
 from orchestrator.records import Role, TrialRecord
 from orchestrator.screen import race
@@ -218,11 +218,8 @@ def _measure(ctx: StageContext, strategy, this: Lengths, tried: list[dict], soon
     while this.lengths:
         epochs, runs = this.lengths[0], this.runs
         # Once a run reached the target on the line, the next only tells whether it holds.
-        if not this.holding and not lengthening_pays(runs, target):
-            ctx.say(f"measure: not {epochs} epochs: {runs[-2]['epochs']} -> "
-                    f"{runs[-1]['epochs']} epochs moved its best score "
-                    f"{runs[-1]['best_score'] - runs[-2]['best_score']:+.4f}, "
-                    f"{target - runs[-1]['best_score']:.4f} still missing")
+        if not this.holding and (why := why_not_longer(runs, target, len(this.lengths))):
+            ctx.say(f"measure: not {epochs} epochs: {why}")
             this.given_up, this.lengths = this.lengths, []
             return False
         other = sooner() if runs and not this.holding else None

@@ -100,7 +100,9 @@ def test_a_lengthening_that_pays_or_a_miss_within_the_noise_is_tried_again(tmp_p
         curve = [[i + 1, s, 0.0] for i, s in enumerate([*tail, best])]
         return {"epochs": epochs, "best_score": best, "curve": curve}
 
-    longer = lambda runs, target, left=1: why_not_longer(runs, target, left) is None  # noqa
+    def longer(runs: list[dict], target: float) -> bool:
+        return why_not_longer(runs, target) is None
+
     assert longer([], 0.9578) and longer([run(60, 0.9361)], 0.9578)
     assert longer([run(60, 0.9361), run(121, 0.9482)], 0.9578)
     stops = why_not_longer([run(60, 0.9361), run(121, 0.9400, [0.94] * 4)], 0.9578)

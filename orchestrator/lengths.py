@@ -19,8 +19,12 @@ the target says little of the next seed's: the headline's answers, each the firs
 single run reached the target, ended below it when trained again with other seeds in 5 of 9
 classifier retrains and 2 of 9 unet3d ones, the runs that had ended 0.0015-0.0055 above it
 (docs/benchmarks.md). So a run that reaches the target by less than `hold_margin` is on the
-line: the measure stage trains its next length once (orchestrator/measure.py), and hands over
-the longest that reached.
+line: the measure stage trains it longer (orchestrator/measure.py), and hands over the first
+that ends beyond the margin, else the longest that reached. First at the length its curve says
+makes up the margin (`holding_length`), then, where that one is still on the line, a quarter
+longer: a quarter step made up 2-6 margins on the classifier (at 15 epochs 10 -> 13 took a run
+0.0055 above its target to 0.0110 above, against a margin of 0.0058; docs/benchmarks.md), and
+the answer is handed over at the length it trained.
 """
 
 from __future__ import annotations
@@ -58,6 +62,13 @@ HOLD_Z = 1.0
 # The baseline's curve from this share of its schedule on tells one score's noise: the lr has
 # come down to where the curve bends slowly (before, the trend's own turns read as noise).
 NOISE_FROM = 0.5
+# About this many validations a measured run, at most: its first epoch at the target is known to
+# 1/32 of its run (late by that at worst), and its last epoch always validates. Validating every
+# epoch, unet3d's 214-epoch answer took 105 s of wall for 59 s of training (docs/benchmarks.md).
+MEASURE_POINTS = 32
+# About this many a shorter run's (`_shorter`): its end decides it (at 32 unet3d epochs a
+# 22-epoch shorter run validated 12 times, 5.0 s of its 13.9-s wall).
+SHORTER_POINTS = 4
 
 
 def attempts(reached: int, planned: int, branches: bool = False) -> list[int]:
@@ -154,3 +165,39 @@ def hold_margin(baseline_curve: list, tolerance: float | None = None) -> float:
     noise = score_noise(baseline_curve)
     margin = HOLD_Z * math.sqrt(2) * noise if noise else 0.0
     return margin if tolerance is None else min(margin, float(tolerance))
+
+
+def holding_length(baseline_curve: list, epochs: int, planned: int, above: float,
+                   margin: float, target: float) -> int | None:
+    """The length at which a run of `planned` that ended `above` the target at `epochs` is
+    expected to end `margin` above it, as the race models a contender (orchestrator/screen/
+    race.py): its error a constant times the baseline's at equal progress, so its error falls
+    by the share it must where the baseline's does. At least one epoch longer; None where the
+    baseline's error never falls that far, or the run is already beyond the margin."""
+    # Imported here: the race's package imports the measure stage, which imports this module.
+    from orchestrator.screen.race import BaselineCurve
+
+    if above >= margin or not baseline_curve:
+        return None
+    curve = BaselineCurve(baseline_curve)
+    needed = curve.error_at(epochs / planned) * (1.0 - target - margin) / (1.0 - target - above)
+    progress = curve.progress_at(needed)
+    if progress is None:
+        return None
+    return max(int(epochs) + 1, math.ceil(progress * planned - 1e-9))
+
+
+def to_hold(lengths: list[int], baseline_curve: list, epochs: int, planned: int, above: float,
+            margin: float, target: float) -> list[int]:
+    """The lengths a run on the line is trained at, until one ends beyond the margin: where its
+    curve makes the margin up (`holding_length`), where that comes before the next of
+    `lengths`; then that next, as before."""
+    held = holding_length(baseline_curve, epochs, planned, above, margin, target)
+    return ([held] if held is not None and held < lengths[0] else []) + lengths[:1]
+
+
+def validation_cadence(config: dict, points: int = MEASURE_POINTS) -> dict:
+    """A measured run validates every k-th epoch (and its last): about `points` times
+    (validation changes nothing it learns: trainables/config.py SPEED_ONLY)."""
+    every = round(int(config["epochs"]) / points)
+    return {"val_every": max(int(config.get("val_every") or 1), every)}

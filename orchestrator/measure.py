@@ -14,9 +14,10 @@ A run whose best score ends below the target is measured longer: a quarter longe
 from the missed run's checkpoint where its decay began, where the race's schedule lets it, else
 halfway to its plan, then its plan (orchestrator/lengths.py). Each attempt is a run of its own
 in the search's cost; what a search measured later searches of the same question on this
-machine kind know (the strategy's `known_measurement`). A run on the line is lengthened once
-(`lengths.hold_margin`); one that reached the target well before its end is measured shorter,
-once (`_shorter`). Why each: docs/screen.md.
+machine kind know (the strategy's `known_measurement`). A run on the line is lengthened until
+one ends beyond a retrain's noise: where its curve makes that up, then as a miss would be, once
+(`lengths.to_hold`); one that reached the target well before its end is measured shorter, once
+(`_shorter`). Why each: docs/screen.md.
 
 A measured miss teaches as a confirmation's does:
 * **Lengthened only while it pays** (orchestrator/lengths.py `why_not_longer`; on the
@@ -44,8 +45,9 @@ from typing import Any
 
 from orchestrator.curves import first_at
 from orchestrator.evidence import learns_no_more
-from orchestrator.lengths import (MIDDLE_SHORTER, attempts, decay_epoch, going_on_from,
-                                  hold_margin, why_not_longer)
+from orchestrator.lengths import (MEASURE_POINTS, MIDDLE_SHORTER, SHORTER_POINTS, attempts,
+                                  decay_epoch, going_on_from, hold_margin, to_hold,
+                                  validation_cadence, why_not_longer)
 from orchestrator.measured import describe, measurement
 from orchestrator.records import Role, TrialRecord
 from orchestrator.screen import race
@@ -59,14 +61,6 @@ from trainables.trial.trainable import reuse_actors
 # Settings a search adds to its trials for its own bookkeeping, not part of what it hands over.
 SEARCH_ONLY = ("val_skip_above_loss", "val_skip_until")
 
-
-# About this many validations a measured run, at most: its first epoch at the target is known to
-# 1/32 of its run (late by that at worst), and its last epoch always validates. Validating every
-# epoch, unet3d's 214-epoch answer took 105 s of wall for 59 s of training (docs/benchmarks.md).
-MEASURE_POINTS = 32
-# About this many a shorter run's (`_shorter`): its end decides it (at 32 unet3d epochs a
-# 22-epoch shorter run validated 12 times, 5.0 s of its 13.9-s wall).
-SHORTER_POINTS = 4
 
 
 def ranked(ctx: StageContext, strategy) -> list[TrialRecord]:
@@ -173,7 +167,8 @@ class Lengths:
     lengths: list[int]
     runs: list[dict] = field(default_factory=list)
     holding: bool = False
-    """Its last run reached the target on the line: the next length is trained once, to hold."""
+    """A run reached the target on the line: the next lengths, to `hold_to`, tell if it holds."""
+    hold_to: int = 0
     given_up: list[int] = field(default_factory=list)
     """The lengths left where a lengthening stopped paying (`_last_resort`'s)."""
     points: int = MEASURE_POINTS
@@ -213,11 +208,12 @@ class Lengths:
 def _measure(ctx: StageContext, strategy, this: Lengths, tried: list[dict], sooner) -> bool:
     """Measure `this` at its lengths, shortest first, until one reaches the target (True), a
     lengthening stops paying, or `sooner()` names a candidate expected at the target before
-    its next length (the rest of its lengths are kept). One on the line is lengthened once."""
+    its next length (the rest of its lengths are kept). One on the line is lengthened to hold
+    (`_on_the_line`)."""
     target = ctx.objective.target
     while this.lengths:
         epochs, runs = this.lengths[0], this.runs
-        # Once a run reached the target on the line, the next only tells whether it holds.
+        # Once a run reached the target on the line, the next ones only tell whether it holds.
         if not this.holding and (why := why_not_longer(runs, target, len(this.lengths))):
             ctx.say(f"measure: not {epochs} epochs: {why}")
             this.given_up, this.lengths = this.lengths, []
@@ -236,8 +232,11 @@ def _measure(ctx: StageContext, strategy, this: Lengths, tried: list[dict], soon
         runs.append(measured)
         tried.append(measured)
         ctx.say(describe(measured, target, ctx.search_id))
-        if this.holding or (measured["reached"] and not _on_the_line(ctx, this)):
-            return _reached(runs) != []
+        if this.holding:
+            if not this.lengths or this.lengths[0] > this.hold_to or _beyond(ctx, measured):
+                return _reached(runs) != []
+        elif measured["reached"] and not _on_the_line(ctx, this):
+            return True
     return False
 
 
@@ -262,14 +261,23 @@ def _shorter(ctx: StageContext, strategy, this: Lengths, answer: dict, tried: li
 
 
 def _on_the_line(ctx: StageContext, this: Lengths) -> bool:
-    """`this`'s last run reached the target by less than `hold_margin`: its next is trained."""
-    margin, above = _margin(ctx), this.runs[-1]["best_score"] - ctx.objective.target
+    """`this`'s last run reached the target by less than `hold_margin`: it is trained where
+    its curve makes up the margin (`holding_length`), then at its next length, to hold."""
+    margin, target, last = _margin(ctx), ctx.objective.target, this.runs[-1]
+    above, epochs = last["best_score"] - target, int(last["epochs"])
     this.holding = above < margin and bool(this.lengths)
     if this.holding:
-        ctx.say(f"measure: {this.runs[-1]['epochs']} epochs ended {above:.4f} above the target,"
-                f" within a retrain's noise ({margin:.4f}): another seed may miss it; "
-                f"{this.lengths[0]} epochs next")
+        hold = to_hold(this.lengths, (ctx.baseline or {}).get("curve") or [], epochs,
+                       this.planned, above, margin, target)
+        this.lengths[:1], this.hold_to = hold, hold[-1]
+        ctx.say(f"measure: {epochs} epochs ended {above:.4f} above the target, within a "
+                f"retrain's noise ({margin:.4f}): another seed may miss it; "
+                f"{' then '.join(map(str, hold))} epochs next, until one ends beyond it")
     return this.holding
+
+
+def _beyond(ctx: StageContext, run: dict) -> bool:
+    return run["reached"] and run["best_score"] >= ctx.objective.target + _margin(ctx)
 
 
 def _margin(ctx: StageContext) -> float:
@@ -357,13 +365,6 @@ def _as_confirmed(ctx: StageContext, rec: TrialRecord, config: dict, planned: in
     if int(config["epochs"]) != planned or rec.epochs != planned or not rec.reached:
         return None
     return {**measurement(ctx, rec, config, rec), "confirmation": True}
-
-
-def validation_cadence(config: dict, points: int = MEASURE_POINTS) -> dict:
-    """A measured run validates every k-th epoch (and its last): about `points` times
-    (validation changes nothing it learns: trainables/config.py SPEED_ONLY)."""
-    every = round(int(config["epochs"]) / points)
-    return {"val_every": max(int(config.get("val_every") or 1), every)}
 
 
 def _train(ctx: StageContext, config: dict, winner_rec: TrialRecord,

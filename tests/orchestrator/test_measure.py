@@ -443,3 +443,34 @@ def test_a_lengthening_whose_steps_so_far_make_up_the_miss_by_its_plan_goes_on(t
     assert asked == [(4, 44), (4, 55), (4, 69), (4, 87), (4, 109)], said
     assert answer["reached"] and answer["epochs"] == 109
     assert not any("not " in line for line in said)
+
+
+def test_a_run_on_the_line_is_lengthened_first_where_its_curve_makes_up_the_margin(tmp_path):
+    """At 15 classifier epochs (2026-12-06) the race's answers ended 0.0030-0.0055 above their
+    targets at 9-10 epochs, within a retrain's noise (0.0058), and their runs a quarter longer
+    (12-13 epochs) ended 0.0110-0.0235 above: two to four margins, and a sixth to a quarter of
+    the speed. The baseline's curve, scaled at equal progress as the race reads a contender,
+    says 11 epochs make the 0.0003 up: that length is trained first and handed over where it
+    ends beyond the noise; where it too is on the line, or misses, the quarter step follows."""
+    from orchestrator.lengths import hold_margin, holding_length
+
+    margin, target = hold_margin(BASELINE_15), 0.751
+    assert holding_length(BASELINE_15, 10, 16, 0.0055, margin, target) == 11
+    assert holding_length(BASELINE_15, 10, 16, margin, margin, target) is None  # it holds
+    # Where the baseline's best stood still (epochs 6-8 of 15), the curve says nothing sooner.
+    assert holding_length(BASELINE_15, 8, 17, 0.0055, margin, target) == 10
+    contender = _told("a", 64, 16, 10, 12.0)
+    contender.knobs |= {"schedule": "wsd", "warmup_epochs": 4.0}
+    line = {(64, 10): [0.70] * 9 + [target + 0.0055]}
+    runs = {**line, (64, 11): [0.70] * 10 + [target + margin + 0.001]}
+    asked, answer, said = _measure_stage(tmp_path, [contender], runs, target=target,
+                                         baseline_curve=BASELINE_15)
+    assert asked == [(64, 10), (64, 11)] and answer["epochs"] == 11 and answer["holds"]
+    assert any("11 then 13 epochs next, until one ends beyond it" in line for line in said)
+    for eleven in (target + margin / 2, target - 0.001):  # on the line again; a miss
+        runs = {**line, (64, 11): [0.70] * 10 + [eleven],
+                (64, 13): [0.70] * 12 + [target + 0.011]}
+        asked, answer, _ = _measure_stage(tmp_path, [contender], runs, target=target,
+                                          baseline_curve=BASELINE_15)
+        assert asked == [(64, 10), (64, 11), (64, 13)]
+        assert answer["epochs"] == 13 and answer["holds"]

@@ -22,7 +22,7 @@ classifier retrains and 2 of 9 unet3d ones, the runs that had ended 0.0015-0.005
 line: the measure stage trains it longer (orchestrator/measure.py), and hands over the first
 that ends beyond the margin, else the longest that reached. First at the length its curve says
 makes up the margin (`holding_length`), then, where that one is still on the line, a quarter
-longer: a quarter step made up 2-6 margins on the classifier (at 15 epochs 10 -> 13 took a run
+longer: a quarter step ended 2-4 margins above the target on the classifier (10 -> 13 took a run
 0.0055 above its target to 0.0110 above, against a margin of 0.0058; docs/benchmarks.md), and
 the answer is handed over at the length it trained.
 """

@@ -62,7 +62,6 @@ from trainables.trial.trainable import reuse_actors
 SEARCH_ONLY = ("val_skip_above_loss", "val_skip_until")
 
 
-
 def ranked(ctx: StageContext, strategy) -> list[TrialRecord]:
     """The configurations fastest to the target, fastest first: reached in the least training
     time, or (the race) expected to reach it soonest per chance of reaching it
@@ -169,6 +168,7 @@ class Lengths:
     holding: bool = False
     """A run reached the target on the line: the next lengths, to `hold_to`, tell if it holds."""
     hold_to: int = 0
+    """The last length trained to hold: the one a miss would have been lengthened to."""
     given_up: list[int] = field(default_factory=list)
     """The lengths left where a lengthening stopped paying (`_last_resort`'s)."""
     points: int = MEASURE_POINTS

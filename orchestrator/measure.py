@@ -25,10 +25,12 @@ A measured miss teaches as a confirmation's does:
 * **The sooner first: a candidate or a longer run.** A longer run of a configuration that
   missed waits for the next candidate where that one is expected at the target (per chance of
   reaching it) before the longer run would end at the missed run's pace (`_sooner`), and goes
-  before each later one it would end before (`_waiting`).
+  before each later one it would end before (`_waiting`). Where the runs measured so far took
+  longer than the race expected, its other expected times are taken as late (orchestrator/
+  told.py).
 * **Each candidate that could pay.** After a miss a candidate is measured where, reaching the
-  target, it gets there before the baseline's run would end (`_not_worth`); its time per chance
-  of reaching only orders the candidates. They are the race's decided contenders.
+  target, it gets there before the baseline's run would end (`told.not_worth`); its time per
+  chance of reaching only orders the candidates. They are the race's decided contenders.
 * **What learns no more is not measured next.** The next configuration measured is the fastest
   that does not learn less than one measured short (orchestrator/evidence.py
   `learns_no_more`: the same model at as large a batch or larger, at no finer a precision, or at
@@ -43,6 +45,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from orchestrator import told
 from orchestrator.curves import first_at
 from orchestrator.evidence import learns_no_more
 from orchestrator.lengths import (MEASURE_POINTS, MIDDLE_SHORTER, SHORTER_POINTS, attempts,
@@ -110,17 +113,19 @@ def run(ctx: StageContext, strategy) -> None:
     target, tried, missed, lengths = ctx.objective.target, [], [], []
     passed_over: list[Lengths] = []  # longer runs a sooner candidate went before
     for i, best in enumerate(candidates):  # the next only where the one before missed
-        if tried and (why_not := _not_worth(ctx, best)) is not None:
+        if tried and (why_not := told.not_worth(best, (ctx.baseline or {}).get("train_time_s"))):
             ctx.say(f"measure: not measured: {why_not}")
             continue
         this = Lengths.of(ctx, best)
         lengths.append(this)
         rest, ruled_out = candidates[i + 1:], _ruled_out(ctx, this, missed)
-        if ruled_out is None and (waiting := _waiting(passed_over, best)) is not None:
+        late = told.shortfall(lengths[:-1])  # the race's times, as measured so far
+        if ruled_out is None and (waiting := _waiting(passed_over, best, late)) is not None:
             ctx.say(f"measure: {waiting.lengths[0]} epochs of {waiting.best.trial_id} before "
-                    f"{best.trial_id}: {waiting.next_s():.1f} s against {best.per_chance_s:.1f} s")
+                    f"{best.trial_id}: {waiting.next_s():.1f} s against "
+                    f"{told.per_chance(best, late):.1f} s{told.said(best, late)}")
             if _measure(ctx, strategy, waiting, tried,
-                        lambda: _sooner(ctx, waiting, candidates[i:], missed)):
+                        lambda: _sooner(ctx, waiting, candidates[i:], missed, lengths)):
                 break
             if (miss := waiting.miss(target)) is not None:
                 missed.append(miss)
@@ -131,7 +136,8 @@ def run(ctx: StageContext, strategy) -> None:
             ctx.say(f"measure: not {_shown(chosen, keys)}: it learns no more "
                     f"than {_shown(ruled_out[0], keys)}, measured {ruled_out[1]:.4f} short")
             continue
-        if _measure(ctx, strategy, this, tried, lambda: _sooner(ctx, this, rest, missed)):
+        if _measure(ctx, strategy, this, tried,
+                    lambda: _sooner(ctx, this, rest, missed, lengths)):
             break
         if this.lengths:
             passed_over.append(this)
@@ -218,11 +224,8 @@ def _measure(ctx: StageContext, strategy, this: Lengths, tried: list[dict], soon
             ctx.say(f"measure: not {epochs} epochs: {why}")
             this.given_up, this.lengths = this.lengths, []
             return False
-        other = sooner() if runs and not this.holding else None
-        if other is not None:
-            ctx.say(f"measure: {epochs} epochs of it only after {other.trial_id}: "
-                    f"{this.next_s():.1f} s at its pace, {other.trial_id} is expected at the "
-                    f"target in {other.per_chance_s:.1f} s per chance of reaching it")
+        if (why := sooner() if runs and not this.holding else None) is not None:
+            ctx.say(f"measure: {epochs} epochs of it only after {why}")
             return False
         this.lengths.pop(0)
         config = exported(ctx, this.best, epochs)
@@ -285,19 +288,6 @@ def _margin(ctx: StageContext) -> float:
                        getattr(ctx.objective, "tolerance", None))
 
 
-def _not_worth(ctx: StageContext, rec: TrialRecord) -> str | None:
-    """Why `rec` is not measured after a miss: even reaching the target, it gets there no
-    sooner than the baseline's run ends (it would hand over no speedup); None: it is measured.
-    Its chance does not enter: one less likely but sooner may still pay."""
-    baseline_s = float((ctx.baseline or {}).get("train_time_s") or math.inf)
-    at = rec.told_s
-    if at is not None and at < baseline_s:
-        return None
-    shown = "no expected time" if at is None else f"{at:.1f} s"
-    return (f"{rec.trial_id} is expected at the target in {shown}, not before the "
-            f"baseline's run ({baseline_s:.1f} s) ends")
-
-
 def _ruled_out(ctx: StageContext, this: Lengths, missed: list) -> tuple[dict, float] | None:
     """The measured miss that rules `this` out, if any: one it learns no more than, at as large
     a share of its plan or larger (further along its plan, a larger batch may learn more)."""
@@ -306,20 +296,32 @@ def _ruled_out(ctx: StageContext, this: Lengths, missed: list) -> tuple[dict, fl
                  if share <= trained and learns_no_more(first, m, gap)), None)
 
 
-def _sooner(ctx: StageContext, this: Lengths, rest: list[TrialRecord], missed: list
-            ) -> TrialRecord | None:
-    """The next candidate in `rest` that `this`'s misses do not rule out, where it is expected
-    at the target (per chance of reaching it) before `this` at its next length (docs/screen.md:
-    a patch-16 run 0.009 short trained again at 109 epochs, 138 s, where patch 24 was 111 s)."""
-    miss, next_s = this.miss(ctx.objective.target), this.next_s()
+def _sooner(ctx: StageContext, this: Lengths, rest: list[TrialRecord], missed: list,
+            measured: list[Lengths]) -> str | None:
+    """What goes before `this` at its next length, as said (None: nothing): a longer run passed
+    over that ends sooner at its pace, or the next candidate in `rest` that `this`'s misses do
+    not rule out, where it is expected at the target (per chance of reaching it, as late as the
+    race's times of what was `measured` ran: orchestrator/told.py) before `this` ends (docs/
+    screen.md: a patch-16 run 0.009 short trained again at 109 epochs, 138 s, where patch 24
+    was 111 s)."""
+    miss, next_s, late = this.miss(ctx.objective.target), this.next_s(), told.shortfall(measured)
     if next_s is None:
         return None
+    at = f"{next_s:.1f} s at its pace"
+    waiting = [t for t in measured if t is not this and t.lengths and t.runs
+               and t.next_s() is not None]
+    if waiting and (first := min(waiting, key=Lengths.next_s)).next_s() < next_s:
+        return (f"{first.lengths[0]} epochs of {first.best.trial_id}: {at}, those "
+                f"{first.next_s():.1f} s at theirs")
     rules = [*missed, miss] if miss is not None else missed
     for rec in rest:
         if _ruled_out(ctx, Lengths.of(ctx, rec), rules) is not None:
             continue
-        per = rec.per_chance_s
-        return rec if per is not None and per < next_s else None
+        per = told.per_chance(rec, late)
+        if per is None or per >= next_s:
+            return None
+        return (f"{rec.trial_id}: {at}, {rec.trial_id} is expected at the target in "
+                f"{per:.1f} s per chance of reaching it{told.said(rec, late)}")
     return None
 
 
@@ -338,12 +340,12 @@ def _last_resort(ctx: StageContext, lengths: list[Lengths]) -> Lengths | None:
     return None
 
 
-def _waiting(passed_over: list[Lengths], rec: TrialRecord) -> Lengths | None:
+def _waiting(passed_over: list[Lengths], rec: TrialRecord, late: float) -> Lengths | None:
     """The longer run passed over that goes before `rec`: the soonest at its pace, where that
-    is sooner than `rec` per chance (docs/screen.md)."""
+    is sooner than `rec` per chance, `late` times the race's (docs/screen.md)."""
     ready = sorted((t.next_s(), i) for i, t in enumerate(passed_over)
                    if t.lengths and t.next_s() is not None)
-    per = rec.per_chance_s
+    per = told.per_chance(rec, late)
     return passed_over[ready[0][1]] if ready and per is not None and ready[0][0] < per else None
 
 

@@ -109,6 +109,33 @@ def test_a_sooner_candidate_is_measured_before_a_longer_run_of_one_that_missed(t
     assert asked == [(4, 53), (4, 109)] and answer["epochs"] == 109
 
 
+def test_once_its_runs_took_longer_than_the_race_expected_the_others_are_expected_later(
+        tmp_path):
+    """unet3d at 128 epochs (docs/benchmarks.md, 2026-12-06, 20:27): width 1, expected at the
+    target in 12.9 s, missed it at 34-85 epochs (24.8 s of training); its 107 epochs (35.1 s)
+    waited for width-0.5 contenders expected in 30.4 s per chance, which missed at 68-107
+    epochs, where the same seed's 107 epochs had reached it. Here at a second an epoch: the
+    wide one, expected in 40 s, missed at 34 and 95 epochs (95 s: 2.4x the race's time); the
+    thin one's 110 s per chance is taken 1.54x later (the square root), so the wide one's 155
+    epochs (155 s) go first and reach. Before any run took longer than the race said (34 s
+    against 40), the race's times stand; and a candidate still sooner when taken later (98 s per
+    chance: 151 s) goes first, as the log says."""
+    runs = {(4, 34): [0.94] * 34, (4, 95): [0.94] * 94 + [0.9557], (4, 155): [0.96] * 155,
+            (8, 68): [0.95] * 67 + [0.96]}
+    decided = [_contender("wide", 4, 16, 155, 34, 40.0, 0.8),
+               _contender("thin", 8, 24, 207, 68, 66.0, 0.6)]
+    asked, answer, said = _measure_stage(tmp_path, decided, runs, target=0.9558)
+    assert asked == [(4, 34), (4, 95), (4, 155)], said
+    assert answer["reached"] and answer["epochs"] == 155
+
+    decided[1] = _contender("thin", 8, 24, 207, 68, 58.8, 0.6)
+    asked, answer, said = _measure_stage(tmp_path, decided, runs, target=0.9558)
+    assert asked == [(4, 34), (4, 95), (8, 68)] and answer["epochs"] == 68, said
+    assert any("155 epochs of it only after thin: 155.0 s at its pace, thin is expected at "
+               "the target in 151.0 s per chance of reaching it (the race's 98.0 s, 1.54x"
+               in line for line in said), said
+
+
 def test_after_misses_the_next_is_measured_where_it_is_expected_before_the_baseline_ends(
         tmp_path):
     """The classifier at 15 epochs (docs/benchmarks.md, 2026-12-04): two cheap batch-256
@@ -221,16 +248,18 @@ def test_a_longer_run_passed_over_goes_before_a_later_candidate_it_would_end_bef
     0.0023 short at 73 epochs; its 92 epochs (21.1 s at its pace) waited for two width-0.5
     contenders expected sooner per chance (19.4 s, 19.6 s), which missed, and then for a third
     expected later (26.7 s), which missed too, before they reached the target. Here at a second
-    an epoch: the wide one's 109 epochs (109 s) wait for batch 4 (76.9 s per chance) but go
-    before batch 2 (125 s per chance)."""
+    an epoch: the wide one's 109 epochs (109 s) wait for batch 4 (76.9 s per chance, 1.08x
+    later: the wide one's 58 epochs missed in 58 s, expected at the target in 50 s), but go
+    before batch 4's own longer run (114 s) and before batch 2 (125 s per chance)."""
     decided = [_contender("wide", 8, 24, 160, 58, 50.0, 0.9),
                _contender("thin4", 4, 16, 153, 74, 60.0, 0.78),
                _contender("thin2", 2, 16, 128, 57, 57.0, 0.456)]
     runs = {(8, 58): [0.90] * 57 + [0.9550], (4, 74): [0.90] * 73 + [0.9433],
             (4, 114): [0.90] * 113 + [0.9443], (8, 109): [0.90] * 100 + [0.9600] * 9}
     asked, answer, said = _measure_stage(tmp_path, decided, runs, target=0.9575)
-    assert asked == [(8, 58), (4, 74), (4, 114), (8, 109)]
+    assert asked == [(8, 58), (4, 74), (8, 109)]
     assert answer["reached"] and answer["epochs"] == 109
+    assert any("114 epochs of it only after 109 epochs of wide" in line for line in said)
     assert any("109 epochs of wide before thin2" in line for line in said)
 
 
@@ -238,18 +267,19 @@ def test_where_nothing_else_is_left_the_least_short_is_trained_once_at_its_plan(
     """unet3d at 128 epochs (2026-12-06, 12:00): width 1.0 batch 4 ended 0.9502 and 0.9506 at 54
     and 68 epochs of its 155 (the target 0.9558), lengthening gave up, the width-0.5 ones missed
     by more or were ruled out, and the search handed nothing over. With nothing else left, the
-    one that missed least trains once at its plan, where that ends before the baseline's run."""
+    one that missed least trains once at its plan, where that ends before the baseline's run.
+    The wide one's longer run (95 s) goes before the thin one's (129 s)."""
     decided = [_contender("wide", 4, 24, 155, 34, 10.5, 0.87),
                _contender("thin", 8, 16, 207, 51, 12.2, 0.6)]
     runs = {(4, 34): [0.9400] * 34, (8, 51): [0.9200] * 51, (8, 129): [0.9210] * 129,
             (4, 95): [0.9405] * 95, (4, 155): [0.9600] * 155}
     asked, answer, said = _measure_stage(tmp_path, decided, runs, target=0.9558)
-    assert asked == [(4, 34), (8, 51), (8, 129), (4, 95), (4, 155)]
+    assert asked == [(4, 34), (8, 51), (4, 95), (8, 129), (4, 155)]
     assert answer["reached"] and answer["epochs"] == 155
     assert any("nothing else left: wide at its plan, 155 epochs" in line for line in said)
     # Where its plan would end after the baseline's run, it would hand over no speedup.
     asked, answer, _ = _measure_stage(tmp_path, decided, runs, target=0.9558, baseline_s=150.0)
-    assert asked[-1] == (4, 95) and not answer["reached"]
+    assert asked == [(4, 34), (8, 51), (4, 95), (8, 129)] and not answer["reached"]
 
 
 def test_a_lengthening_whose_steps_so_far_make_up_the_miss_by_its_plan_goes_on(tmp_path):

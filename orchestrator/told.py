@@ -5,13 +5,13 @@ configuration's longer run at its own measured pace, or a contender not measured
 race's expected time per chance of reaching it (orchestrator/records.py `per_chance_s`). The
 race extrapolates that time from a quarter of a plan or less (orchestrator/screen/race.py), and
 where it runs short, it runs short for several contenders of one search at once. At 128 unet3d
-epochs (docs/benchmarks.md, 2026-12-06) the race expected width 1, patch 16 at the target in
-12.9 s; its measured runs missed it at 34, 43, 54, 68 and 85 epochs (24.8 s of training), and
-its 107 epochs (35.1 s) then waited for two width-0.5 contenders expected there in 30.4 and
-30.9 s per chance: they missed at 68, 85 and 107 epochs and at 51 and 64, and one reached it at
-134, where the same seed's 107 epochs had reached it in an earlier draw. Of the week's 128-epoch
-searches that measured both widths, the wide one's runs took 1.9-3.3x the race's time (to the
-target, or missed), the thin ones' 1.1-1.7x and more (most missed, their times a floor).
+epochs (docs/benchmarks.md, 2026-12-06, 20:10) the race expected width 1, patch 16 at the
+target in 12.9 s; its measured runs missed it at 34, 43, 54, 68 and 85 epochs (27.9 s of
+training), and its 107 epochs (35.1 s) then waited for two width-0.5 contenders expected there in
+30.4 and 30.9 s per chance: they missed at 68, 85 and 107 epochs and at 51 and 64, and one
+reached it at 134, where the same seed's 107 epochs had reached it in an earlier draw. In the
+week's 128-epoch searches that measured both widths, the wide one's runs took 1.1-3.3x the
+race's time (to the target, or missed; about 2x most often), the thin ones' 1.1-1.7x or more.
 
 So once a measured configuration has trained longer than the race expected it to need and still
 missed, a contender not measured yet is expected later too: its expected time is scaled by the
@@ -32,8 +32,8 @@ if TYPE_CHECKING:
 
 # How much of one configuration's shortfall against the race's time another shares: the race's
 # part (the baseline's curve, how far it extrapolates), not the model's own. In the week's
-# 128-epoch searches the thin contenders' log shortfall was 0.3-0.7 of the wide one's measured
-# beside it (floors, most of them: they missed).
+# 128-epoch searches the thin contenders' log shortfall was 0.2-0.95 of the wide one's measured
+# beside it (most of them floors: they missed); the square root, a judgment between.
 SHARED = 0.5
 
 

@@ -112,7 +112,7 @@ def test_a_sooner_candidate_is_measured_before_a_longer_run_of_one_that_missed(t
 def test_once_its_runs_took_longer_than_the_race_expected_the_others_are_expected_later(
         tmp_path):
     """unet3d at 128 epochs (docs/benchmarks.md, 2026-12-06, 20:27): width 1, expected at the
-    target in 12.9 s, missed it at 34-85 epochs (24.8 s of training); its 107 epochs (35.1 s)
+    target in 12.9 s, missed it at 34-85 epochs (27.9 s of training); its 107 epochs (35.1 s)
     waited for width-0.5 contenders expected in 30.4 s per chance, which missed at 68-107
     epochs, where the same seed's 107 epochs had reached it. Here at a second an epoch: the
     wide one, expected in 40 s, missed at 34 and 95 epochs (95 s: 2.4x the race's time); the

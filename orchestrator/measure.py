@@ -119,7 +119,7 @@ def run(ctx: StageContext, strategy) -> None:
         this = Lengths.of(ctx, best)
         lengths.append(this)
         rest, ruled_out = candidates[i + 1:], _ruled_out(ctx, this, missed)
-        late = told.shortfall(lengths[:-1])  # the race's times, as measured so far
+        late = told.shortfall(lengths)  # the race's times, as measured so far
         if ruled_out is None and (waiting := _waiting(passed_over, best, late)) is not None:
             ctx.say(f"measure: {waiting.lengths[0]} epochs of {waiting.best.trial_id} before "
                     f"{best.trial_id}: {waiting.next_s():.1f} s against "
@@ -298,19 +298,15 @@ def _ruled_out(ctx: StageContext, this: Lengths, missed: list) -> tuple[dict, fl
 
 def _sooner(ctx: StageContext, this: Lengths, rest: list[TrialRecord], missed: list,
             measured: list[Lengths]) -> str | None:
-    """What goes before `this` at its next length, as said (None: nothing): a longer run passed
-    over that ends sooner at its pace, or the next candidate in `rest` that `this`'s misses do
-    not rule out, where it is expected at the target (per chance of reaching it, as late as the
-    race's times of what was `measured` ran: orchestrator/told.py) before `this` ends (docs/
-    screen.md: a patch-16 run 0.009 short trained again at 109 epochs, 138 s, where patch 24
-    was 111 s)."""
+    """What goes before `this` at its next length, as said (None: nothing): another's longer run
+    ending sooner at its pace, or the next candidate in `rest` that `this`'s misses do not rule
+    out, expected at the target sooner (per chance, as late as the race's times of what was
+    `measured` ran: orchestrator/told.py; docs/screen.md: patch 24's 111 s went first)."""
     miss, next_s, late = this.miss(ctx.objective.target), this.next_s(), told.shortfall(measured)
     if next_s is None:
         return None
     at = f"{next_s:.1f} s at its pace"
-    waiting = [t for t in measured if t is not this and t.lengths and t.runs
-               and t.next_s() is not None]
-    if waiting and (first := min(waiting, key=Lengths.next_s)).next_s() < next_s:
+    if (first := _soonest([t for t in measured if t is not this])) and first.next_s() < next_s:
         return (f"{first.lengths[0]} epochs of {first.best.trial_id}: {at}, those "
                 f"{first.next_s():.1f} s at theirs")
     rules = [*missed, miss] if miss is not None else missed
@@ -343,10 +339,14 @@ def _last_resort(ctx: StageContext, lengths: list[Lengths]) -> Lengths | None:
 def _waiting(passed_over: list[Lengths], rec: TrialRecord, late: float) -> Lengths | None:
     """The longer run passed over that goes before `rec`: the soonest at its pace, where that
     is sooner than `rec` per chance, `late` times the race's (docs/screen.md)."""
-    ready = sorted((t.next_s(), i) for i, t in enumerate(passed_over)
-                   if t.lengths and t.next_s() is not None)
-    per = told.per_chance(rec, late)
-    return passed_over[ready[0][1]] if ready and per is not None and ready[0][0] < per else None
+    first, per = _soonest(passed_over), told.per_chance(rec, late)
+    return first if first and per is not None and first.next_s() < per else None
+
+
+def _soonest(measured: list[Lengths]) -> Lengths | None:
+    """Of `measured`, the first whose next length ends soonest at its pace (None: none left)."""
+    return min([t for t in measured if t.lengths and t.runs and t.next_s() is not None],
+               key=Lengths.next_s, default=None)
 
 
 def _shown(config: dict, keys: list[str]) -> str:

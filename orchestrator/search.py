@@ -159,7 +159,7 @@ class Search:
         ctx = StageContext(spec=self.spec, prepared=p, folder=self.folder, book=None,
                            tracker=self.tracker, out=self.out, fit=self._fit,
                            objective=self.objective, ledger=self.ledger,
-                           search_id=search_id)
+                           search_id=search_id, spent=self._cost_s)
         ctx.book = TrialBook(self.tracker, out=self.out, journal=self.folder.journal,
                              base=p.base, ledger=self.ledger,
                              seed=p.base.get("seed", self.spec.seed), evidence=ctx.evidence)

@@ -83,6 +83,11 @@ class SearchSpec:
     time_budget_s: float | None = field(default=None, metadata={"flag": "--time-budget"})
     """Wall-clock budget of the whole search, seconds; running trials are stopped when it runs
     out."""
+    runs_ahead: float | None = None
+    """Strategy 'screen', the race: how many runs you will train with the answer. A candidate
+    predicted slower than the best so far is raced only where what it may save over these runs
+    pays for deciding it (orchestrator/screen/bets.py). Default: the runs the search itself
+    takes to pay back."""
     objective: ObjectiveName | None = None
     """How trials are ranked: 'weighted' (accuracy minus a penalty per doubling of time),
     'time_to_target' (fastest to `target`), 'pareto' (accuracy against time) or 'match_baseline'
@@ -171,8 +176,9 @@ class SearchSpec:
         for key, value, lowest in (("epochs", self.epochs, 1), ("num_trials", self.num_trials, 1)):
             if not isinstance(value, int) or isinstance(value, bool) or value < lowest:
                 raise ValueError(f"{key} must be an integer >= {lowest} (got {value!r})")
-        if self.time_budget_s is not None and not self.time_budget_s > 0:
-            raise ValueError(f"time_budget_s must be > 0 seconds (got {self.time_budget_s})")
+        for key in ("time_budget_s", "runs_ahead"):
+            if getattr(self, key) is not None and not getattr(self, key) > 0:
+                raise ValueError(f"{key} must be > 0 (got {getattr(self, key)})")
         for key in ("cpus_per_trial", "max_concurrent_trials"):
             value = getattr(self, key)
             if value is not None and (not isinstance(value, int) or value < 1):

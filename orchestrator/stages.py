@@ -71,6 +71,9 @@ class StageContext:
     search_id: str = ""
     """This search's id (a resumed search keeps it; a new search under the same name gets a
     new one): what it records is told apart from what earlier searches recorded."""
+    spent: Callable[[], float] = lambda: 0.0
+    """What the search has cost so far, seconds (the driver's `_cost_s`): what a bet in the
+    race must pay back (orchestrator/screen/bets.py)."""
     _datasets: dict | None = None
 
     def say(self, line: str) -> None:

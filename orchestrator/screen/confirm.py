@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import math
 import pickle
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ray.tune.search import Searcher
 
 from orchestrator.evidence import Evidence, learns_no_more, pace_ratio, pairs
 from orchestrator.records import Role, TrialRecord
+from orchestrator.screen import bets
 from orchestrator.screen import predict as predictor
 from orchestrator.screen.knowledge import Knowledge
 from orchestrator.screen.race import DECIDE_AT, VALIDATION, RaceRule, horizon
@@ -90,11 +92,20 @@ class Confirmations(Searcher):
     s around 15 s at 128 epochs; held to it, a search confirmed 2 width-0.5 contenders and
     none of width 1.0, and handed over a 6.2x answer where the others found 9.6-15.8x).
     `judged` None: no race (a full confirmation runs each to the target or the bar), and
-    every bet stands as before."""
+    every bet stands as before.
+
+    In the race a bet is also made only where it pays (orchestrator/screen/bets.py): what it
+    may save a run, per chance, over `runs` (the best time so far -> the runs a saving counts
+    over: the user's, or the search's own payback) is at least what deciding it costs. `runs`
+    None: every bet the rules above let stand is made. What was left as a bet that would not
+    pay is `declined` (index -> why), for the stage to say."""
 
     def __init__(self, configs: list[dict], predicted: list[float], evidence: Evidence,
-                 slack: float = SLACK, judged: list[float] | None = None):
+                 slack: float = SLACK, judged: list[float] | None = None,
+                 runs: Callable[[float], float] | None = None):
         super().__init__()
+        self.runs = runs
+        self.declined: dict[int, str] = {}
         self.configs, self.predicted = list(configs), list(predicted)
         self.evidence, self.slack = evidence, slack
         self.judged = list(judged) if judged is not None else None
@@ -152,8 +163,25 @@ class Confirmations(Searcher):
         # Where the bar is a decided contender's expected time, not a time measured, no
         # stopper cuts at it, and the bar is itself uncertain: the bet stands.
         measured = self.evidence.best_s
-        return self.judged is None or measured is None or best < measured or \
-            self.judged[i] * scale <= self.slack * best
+        if self.judged is None:
+            return True
+        if measured is not None and best >= measured and \
+                self.judged[i] * scale > self.slack * best:
+            return False
+        return self._pays(i, best, predicted, self.judged[i] * scale)
+
+    def _pays(self, i: int, best: float, predicted: float, cost: float) -> bool:
+        """The bet on candidate `i` pays back what deciding it costs (bets.py)."""
+        if self.runs is None:
+            return True
+        runs = self.runs(best)
+        if bets.pays(best, predicted, cost, runs):
+            self.declined.pop(i, None)
+            return True
+        self.declined[i] = (f"predicted at {predicted:.1f} s against {best:.1f} s, it saves "
+                            f"{bets.saving(best, predicted):.2f} s a run per chance, "
+                            f"{runs:.1f} runs to repay {cost:.1f} s")
+        return False
 
     def _same_run(self, config: dict) -> bool:
         """It trains what a proposed configuration, or one known to reach the target, trains."""
@@ -267,9 +295,11 @@ def run_confirmations(ctx: StageContext, todo: list[predictor.Prediction], plann
                             rules=rules)
     ctx.book.begin(Role.TRIAL, ctx.spec.num_trials, ctx.spec.epochs, base=base, predictions={
         config_key(knobs_of(p)): p.to_dict() for p in todo})
+    runs = bets.runs_to_repay(ctx.spec.runs_ahead, ctx.spent,
+                              (ctx.baseline or {}).get("train_time_s")) if race else None
     searcher = Confirmations([knobs_of(p) for p in todo], [p.predicted_time_s for p in todo],
                              ctx.evidence, judged=[judged_at(p, share) for p in todo]
-                             if race else None)
+                             if race else None, runs=runs)
     if searcher.next_index() is None:
         # Nothing left is predicted to beat what was measured: no Tune run to start (one that
         # ends before its first trial races Tune's own saving of its state).
@@ -283,6 +313,10 @@ def run_confirmations(ctx: StageContext, todo: list[predictor.Prediction], plann
                     max_concurrent=ctx.prepared.plan.max_concurrent_trials,
                     reuse_actors=reuse_actors(workers, ctx.spec.always_use_worker_group),
                     searcher=searcher, stopper=stopper, time_budget_s=ctx.spec.time_budget_s))
+    for i, why in searcher.declined.items():
+        if i in searcher.left:
+            shown = " ".join(f"{k}={v}" for k, v in searcher.configs[i].items())
+            ctx.say(f"confirm: not raced, a bet that would not pay: {shown} ({why})")
 
 
 def judged_at(pred: predictor.Prediction, share: float = 1.0) -> float:

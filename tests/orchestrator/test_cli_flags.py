@@ -27,7 +27,7 @@ SEARCH_FLAGS = {
     "--name", "--workload", "--model", "--task", "--data", "--space", "--set", "--epochs",
     "--strategy", "--confirm",
     "--trials",
-    "--time-budget", "--objective", "--time-weight", "--reference-time", "--target",
+    "--time-budget", "--runs-ahead", "--objective", "--time-weight", "--reference-time", "--target",
     "--baseline", "--baseline-set", "--rerun-baseline", "--tolerance", "--full-epochs", "--seed",
     "--early-stopping",
     "--grace-period", "--reduction-factor", "--warm-start", "--cpus-per-trial",
@@ -92,10 +92,12 @@ def test_flags_reach_their_fields(tiny_npz):
         ["search", "--data", tiny_npz, "--trials", "2", "--time-budget", "60",
          "--max-concurrent", "1", "--reference-time", "5", "--set", "lr=1e-3",
          "--set", "width=0.5", "--lr-scaling", "linear", "--spatial-dims", "2",
-         "--warm-start", '[{"width": 0.5}]', "--always-use-worker-group"])
+         "--warm-start", '[{"width": 0.5}]', "--always-use-worker-group",
+         "--runs-ahead", "20"])
     spec = spec_from_args(args)
     assert (spec.num_trials, spec.time_budget_s, spec.max_concurrent_trials,
-            spec.reference_time_s, spec.spatial_dims) == (2, 60.0, 1, 5.0, 2)
+            spec.reference_time_s, spec.spatial_dims, spec.runs_ahead) == (2, 60.0, 1, 5.0, 2,
+                                                                          20.0)
     assert spec.base == {"lr": 1e-3, "width": 0.5, "lr_scaling": "linear"}
     assert spec.warm_start == [{"width": 0.5}] and spec.always_use_worker_group
 

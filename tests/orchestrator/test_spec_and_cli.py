@@ -27,6 +27,8 @@ def test_spec_defaults_are_valid_and_round_trip():
         ({"epochs": "3"}, "epochs"),
         ({"time_weight": -1.0}, "time_weight"),
         ({"time_budget_s": 0}, "time_budget_s"),
+        ({"runs_ahead": 0}, "runs_ahead must be > 0"),
+        ({"runs_ahead": -2.5}, "runs_ahead must be > 0"),
         ({"name": "bad name/with slash"}, "name"),
         ({"data": "/no/such/file.npz"}, "does not exist"),
         ({"base": {"lr": -1}}, "lr must be > 0"),

@@ -1,0 +1,73 @@
+"""A bet in the race (a candidate predicted slower than the best so far) is raced only where
+what it may save over the runs it has to pay back in is at least what deciding it costs."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+
+from orchestrator.evidence import Evidence
+from orchestrator.screen import bets
+from orchestrator.screen.confirm import Confirmations, judged_at
+from orchestrator.screen.predict import Prediction
+from trainables.status import TrialStatus
+
+
+def test_a_bets_saving_is_what_it_saves_a_run_on_average_over_its_prediction_error():
+    rng = random.Random(7)
+    for best, predicted in [(15.5, 18.0), (15.5, 15.5), (10.0, 30.0), (20.0, 8.0)]:
+        draws = [max(0.0, best - predicted * math.exp(bets.SPREAD * rng.gauss(0, 1)))
+                 for _ in range(100_000)]
+        assert bets.saving(best, predicted) == pytest.approx(sum(draws) / len(draws), rel=0.03,
+                                                             abs=0.01)
+    # Far slower than the best it saves next to nothing; far faster, the best less its mean.
+    assert bets.saving(10.0, 100.0) < 1e-4
+    assert bets.saving(20.0, 2.0) == pytest.approx(20.0 - 2.0 * math.exp(bets.SPREAD ** 2 / 2))
+    assert bets.saving(0.0, 5.0) == bets.saving(5.0, 0.0) == 0.0
+
+
+def test_a_saving_counts_over_the_users_runs_or_the_searchs_own_payback():
+    spent = iter([43.0, 60.0])
+    own = bets.runs_to_repay(None, lambda: next(spent), baseline_s=53.9)
+    # 43 s spent and the best's 15.5-s run, over the 38.4 s it saves a baseline run.
+    assert own(15.5) == pytest.approx((43.0 + 15.5) / (53.9 - 15.5))
+    assert own(15.5) == pytest.approx((60.0 + 15.5) / (53.9 - 15.5))  # it grows as it spends
+    assert bets.runs_to_repay(20, lambda: 43.0, 53.9)(15.5) == 20.0
+    # Nothing saved yet to repay from (or no baseline's time): every bet stands.
+    assert bets.runs_to_repay(None, lambda: 43.0, 53.9)(60.0) == math.inf
+    assert bets.runs_to_repay(None, lambda: 43.0, None)(15.5) == math.inf
+
+
+def test_a_bet_that_cannot_pay_back_within_the_searchs_own_payback_is_not_raced():
+    """unet3d at 32 epochs (2026-12-06, seed 1): with batch 4 decided at 15.5 s, batch 8,
+    predicted at 18.0 s, was raced as a bet: 12.2 s of a 70-s search (1.30 baseline runs), to
+    be expected at 27.5 s. What it could save, 1.4 s a run per chance, over the 1.5 runs the
+    search then paid back in, is a quarter of the 9 s deciding it costs. Told the answer will
+    be trained 20 times, the same bet is raced; with no runs to weigh (the reference's full
+    confirmation), as before."""
+    evidence = Evidence()
+    evidence.expect("b4", 16.4)
+    evidence.expected("b4", 9.3, 15.5, 30.2, 20, 0.8, 16.4)  # its pace as predicted
+    evidence.stopped("b4", TrialStatus.DECIDED, "decided")
+    b8 = Prediction(config={"batch_size": 8}, samples_per_s=100.0, epochs_ratio=1.0,
+                    planned_epochs=52, predicted_epochs=26, predicted_time_s=18.0,
+                    predicted_speedup=3.0)
+    cost = judged_at(b8)
+    assert cost == pytest.approx(9.0)
+
+    def searcher(runs):
+        return Confirmations([b8.config], [18.0], evidence, judged=[cost], runs=runs)
+
+    own = searcher(bets.runs_to_repay(None, lambda: 43.0, 53.9))
+    assert own.next_index() is None and own.suggest("x") == "FINISHED"
+    assert own.declined[0] == ("predicted at 18.0 s against 15.5 s, it saves 1.41 s a run per "
+                               "chance, 1.5 runs to repay 9.0 s")
+    many = searcher(bets.runs_to_repay(20, lambda: 43.0, 53.9))
+    assert many.suggest("y") == b8.config and not many.declined
+    assert searcher(None).suggest("z") == b8.config
+    # A candidate predicted to beat the best is no bet: raced whatever the runs.
+    faster = Confirmations([b8.config], [14.0], evidence, judged=[cost],
+                           runs=bets.runs_to_repay(None, lambda: 43.0, 53.9))
+    assert faster.next_index() == 0

@@ -218,11 +218,20 @@ class Evidence:
         fate: four of them at four batches and precisions, each decided 0.59-0.78 likely, all
         missed (unet3d at 128 epochs, a baseline at 0.9723), where another model's would have
         answered."""
-        decided = self._earlier_decided + [(self._configs[trial], self._told[trial][4])
-                                           for trial in self._decided() if trial in self._configs]
-        if self._best_s is not None or any(r >= SURE for _, r in decided):
+        if self.secured():
             return set()
-        return {model_key(config) for config, _ in decided}
+        return {model_key(config) for config, _ in self._decided_chances()}
+
+    def secured(self) -> bool:
+        """An answer is in hand: a time to the target measured, or a decided contender `SURE` to
+        reach it. Until then a candidate raced is also the fallback where the decided all miss
+        (orchestrator/screen/bets.py weighs a bet only once an answer is secured)."""
+        return self._best_s is not None or any(r >= SURE for _, r in self._decided_chances())
+
+    def _decided_chances(self) -> list[tuple[dict, float]]:
+        """(configuration, chance to reach the target) of every contender decided so far."""
+        return self._earlier_decided + [(self._configs[trial], self._told[trial][4])
+                                        for trial in self._decided() if trial in self._configs]
 
     def _decided_likely(self, besides: str | None = None) -> list[tuple]:
         """What the race told of each decided contender likely to reach the target."""

@@ -143,6 +143,8 @@ COMMANDS: dict[str, str] = {
     "--confirm full": "screen",
     "--runs-ahead": "covered by tests/orchestrator/test_bets.py::"
                     "test_a_bet_that_cannot_pay_back_within_the_searchs_own_payback_is_not_raced",
+    "--runs-ahead N": "covered by tests/orchestrator/test_bets.py::"
+                      "test_a_bet_that_cannot_pay_back_within_the_searchs_own_payback_is_not_raced",
     "--wide": "own_match",
     "--set patch_size=64": BAD_INPUT,
     "--set precision=fp16-mixed": BAD_INPUT,

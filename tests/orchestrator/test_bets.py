@@ -48,8 +48,9 @@ def test_a_bet_that_cannot_pay_back_within_the_searchs_own_payback_is_not_raced(
     be trained 20 times, the same bet is raced; with no runs to weigh (the reference's full
     confirmation), as before."""
     evidence = Evidence()
-    evidence.expect("b4", 16.4)
-    evidence.expected("b4", 9.3, 15.5, 30.2, 20, 0.8, 16.4)  # its pace as predicted
+    evidence.expect("b4", 16.4, {"batch_size": 4})
+    # Its pace as predicted; sure to reach the target (an answer in hand: bets.py).
+    evidence.expected("b4", 9.3, 15.5, 30.2, 20, 0.85, 16.4)
     evidence.stopped("b4", TrialStatus.DECIDED, "decided")
     b8 = Prediction(config={"batch_size": 8}, samples_per_s=100.0, epochs_ratio=1.0,
                     planned_epochs=52, predicted_epochs=26, predicted_time_s=18.0,
@@ -71,3 +72,24 @@ def test_a_bet_that_cannot_pay_back_within_the_searchs_own_payback_is_not_raced(
     faster = Confirmations([b8.config], [14.0], evidence, judged=[cost],
                            runs=bets.runs_to_repay(None, lambda: 43.0, 53.9))
     assert faster.next_index() == 0
+
+
+def test_until_an_answer_is_secured_a_bet_is_also_the_fallback_and_stands():
+    """Classifier at 60 epochs (2026-12-07, seed 2): the decided contenders were 0.33-0.63
+    likely to reach the target, and weighed as a bet alone bf16 batch 64 at width 1 (another
+    seed's answer) was not raced; the decided all missed, and the search had no answer. Until
+    a time is measured or a decided contender is sure to reach the target, a bet stands."""
+    evidence = Evidence()
+    evidence.expect("b128", 40.0, {"batch_size": 128, "width": 1.0})
+    evidence.expected("b128", 20.1, 44.1, 62.5, 48, 0.63, 40.0)
+    evidence.stopped("b128", TrialStatus.DECIDED, "decided")
+    b64 = {"batch_size": 64, "width": 1.0}
+    runs = bets.runs_to_repay(None, lambda: 60.0, 137.1)
+    assert not bets.pays(44.1, 47.2, 16.9, runs(44.1))
+    unsure = Confirmations([b64], [47.2], evidence, judged=[16.9], runs=runs)
+    assert not evidence.secured() and unsure.suggest("a") == b64 and not unsure.declined
+    # Once a time is measured the answer is in hand: the same bet is weighed, and left.
+    evidence.expect("hit", 40.0)
+    evidence.reached("hit", 44.1, {"batch_size": 128, "width": 1.0})
+    sure = Confirmations([b64], [47.2], evidence, judged=[16.9], runs=runs)
+    assert evidence.secured() and sure.next_index() is None and 0 in sure.declined

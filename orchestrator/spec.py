@@ -84,10 +84,10 @@ class SearchSpec:
     """Wall-clock budget of the whole search, seconds; running trials are stopped when it runs
     out."""
     runs_ahead: float | None = None
-    """Strategy 'screen', the race: how many runs you will train with the answer. A candidate
-    predicted slower than the best so far is raced only where what it may save over these runs
-    pays for deciding it (orchestrator/screen/bets.py). Default: the runs the search itself
-    takes to pay back."""
+    """Strategy 'screen', the race: how many runs you will train with the answer. Once an
+    answer is secured, a candidate predicted slower than the best so far is raced only where
+    what it may save over these runs pays for deciding it (orchestrator/screen/bets.py).
+    Default: the runs the search itself takes to pay back."""
     objective: ObjectiveName | None = None
     """How trials are ranked: 'weighted' (accuracy minus a penalty per doubling of time),
     'time_to_target' (fastest to `target`), 'pareto' (accuracy against time) or 'match_baseline'

@@ -9,10 +9,12 @@ over the runs it has to pay back in, is at least what deciding it costs.
 Those runs are the user's (`SearchSpec.runs_ahead`: how many times the answer will be
 trained), or by default the runs the search itself pays back in as it stands, its cost so far
 and the best's run over what the best saves a run: a bet must pay for itself as soon as the
-search it adds to. Read back from the week's long-jobs searches (docs/benchmarks.md,
-2026-12-07), the bets that won saved 0-7% of the best's time at 128 unet3d epochs and 25-36% at
-32, each for 0.6-0.8 of that time spent deciding it: none paid back within its search's
-payback, 1-2 runs.
+search it adds to. Only once an answer is secured (`Evidence.secured`): until then a bet is
+also the fallback where the decided contenders all miss. Read back from the week's long-jobs
+searches (docs/screen.md), none of the 87 bets at 15, 32, 60 and 128 epochs would have paid
+back within its search's payback (0.2-2.3 runs); the 28 that won were expected 0-7% sooner
+than the best at 128 unet3d epochs, 25-36% at 32, each for 0.6-0.9 of the best's time spent
+deciding it.
 """
 
 from __future__ import annotations

@@ -98,8 +98,8 @@ class Confirmations(Searcher):
     it pays (orchestrator/screen/bets.py): what it may save a run, per chance, over `runs` (the
     best time so far -> the runs a saving counts over: the user's, or the search's own
     payback) is at least what deciding it costs. `runs` None: every bet the rules above let
-    stand is made. What was left as a bet that would not
-    pay is `declined` (index -> why), for the stage to say."""
+    stand is made. What was left as a bet that would not pay is `declined` (index -> why),
+    for the stage to say."""
 
     def __init__(self, configs: list[dict], predicted: list[float], evidence: Evidence,
                  slack: float = SLACK, judged: list[float] | None = None,

@@ -197,6 +197,12 @@ class Confirmations(Searcher):
                           error: bool = False) -> None:
         pass  # what a confirmation measured reaches the evidence through the stopper
 
+    # Tune pickles its searcher with the run's state. `runs` reads the driver's clock (the
+    # search itself, which holds its output stream: not picklable); a restored searcher is
+    # rebuilt by its stage with its own.
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "runs": None}
+
     # Tune saves its searcher with the run's state. What is saved is where the queue stands;
     # the evidence is the search's own, not saved twice.
     def save(self, checkpoint_path: str) -> None:

@@ -93,3 +93,30 @@ def test_until_an_answer_is_secured_a_bet_is_also_the_fallback_and_stands():
     evidence.reached("hit", 44.1, {"batch_size": 128, "width": 1.0})
     sure = Confirmations([b64], [47.2], evidence, judged=[16.9], runs=runs)
     assert evidence.secured() and sure.next_index() is None and 0 in sure.declined
+
+
+def test_a_searcher_that_weighs_bets_pickles_as_tune_saves_it():
+    """Tune pickles its searcher with the run's state (tuner.pkl). The runs a bet must repay
+    read the driver's clock, which holds the search's output stream: pickled with it, a search
+    failed in its confirm stage ("cannot pickle 'EncodedFile' object")."""
+    import io
+    import pickle
+
+    import ray.cloudpickle as cloudpickle
+
+    stream = io.TextIOWrapper(io.BytesIO())  # like the search's output: not picklable
+
+    class Driver:
+        out = stream
+
+        def cost_s(self) -> float:
+            return 43.0
+
+    evidence = Evidence()
+    searcher = Confirmations([{"batch_size": 8}], [18.0], evidence, judged=[9.0],
+                             runs=bets.runs_to_repay(None, Driver().cost_s, 53.9))
+    with pytest.raises((TypeError, pickle.PicklingError)):
+        cloudpickle.dumps(stream)
+    copy = cloudpickle.loads(cloudpickle.dumps(searcher))
+    assert copy.runs is None and copy.left == searcher.left
+    assert searcher.runs is not None  # the live searcher still weighs its bets

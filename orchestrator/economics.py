@@ -63,6 +63,11 @@ from trainables.status import TrialStatus
 PACE_NOISE = 0.2
 
 
+def payback(cost_s: float, base_s: float | None, found_s: float | None) -> float | None:
+    """Runs until what a search cost is saved back: its cost over what the answer saves a
+    baseline run (None where it saves nothing)."""
+    return cost_s / (base_s - found_s) if base_s and found_s and found_s < base_s else None
+
 @dataclass(frozen=True)
 class Economics:
     target: float
@@ -151,7 +156,7 @@ def compute(*, baseline: dict, target: float, measured: dict | None, cost_s: flo
         speedup_same_target=(base_at.seconds / found_at) if base_at and found_at else None,
         loop_alone_speedup=loop_alone,
         search_adds=speedup / loop_alone if speedup and loop_alone else None,
-        payback_runs=cost_s / (base_s - found_s) if found_s and found_s < base_s else None,
+        payback_runs=payback(cost_s, base_s, found_s),
         hit_rate=len(hits) / len(confirmations) if confirmations else None,
         confirmations=len(confirmations), hits=len(hits),
         misses=[{"trial_id": r.trial_id, "status": str(r.status), "reason": r.reason}

@@ -22,6 +22,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
+from orchestrator.economics import payback
+
 # How far a candidate's time to the target lies from its calibrated prediction: the standard
 # deviation of log(race's expected time / calibrated prediction) over the week's race
 # contenders, 0.41-0.56 on unet3d, 0.26-0.38 on the classifier, per benchmark folder.
@@ -55,7 +57,6 @@ def runs_to_repay(runs_ahead: float | None, spent: Callable[[], float],
     def runs(best_s: float) -> float:
         if runs_ahead is not None:
             return float(runs_ahead)
-        if not baseline_s or not best_s < baseline_s:
-            return math.inf
-        return (spent() + best_s) / (baseline_s - best_s)
+        runs = payback(spent() + best_s, baseline_s, best_s)
+        return math.inf if runs is None else runs
     return runs

@@ -50,7 +50,8 @@ contender within a point of the line by its plan's end "decided", and the classi
 were 0.65-0.8 standard errors short of it missed three times of three in the headline).
 How often the race stopped a contender that would have won (a false cut) is measured by the
 benchmarks, which train what it cut to the end (benchmarks/headline.py, benchmarks/race_
-calibration.py).
+calibration.py); how this model calibrates against parametric fits to a contender's own points
+(pow3, exp3: their intervals missed half the real times its held), by benchmarks/curve_models.py.
 """
 
 from __future__ import annotations

@@ -3,6 +3,7 @@ race's own against parametric fits to the contender's own points, replayed on wh
 
     python benchmarks/curve_models.py collect SEARCH_DIR --out CURVES.json   # trains
     python benchmarks/curve_models.py replay CURVES.json [...]               # no training
+    python benchmarks/curve_models.py replay benchmarks/results/curve_models.json  # again
 
 `collect` trains every configuration a screen search predicted (its `predictions.json`: the
 searched settings, speed switches left out) once to its end, on the plan and schedule the race
@@ -50,7 +51,7 @@ from orchestrator.screen import race  # noqa: E402
 from trainables.config import SPEED_ONLY  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
-FRACTIONS = (0.25, 0.4, 0.6)
+FRACTIONS = (0.15, 0.2, 0.25, 0.4, 0.6)
 DRAWS = 300
 # The interval's ends, as the race's: Z standard errors either side.
 LOW_Q, HIGH_Q = 0.5 * math.erfc(race.Z / math.sqrt(2)), 0.5 * math.erfc(-race.Z / math.sqrt(2))
@@ -227,6 +228,14 @@ def scored(rows: list[dict]) -> dict:
     }
 
 
+def _sets(loaded: dict) -> list[dict]:
+    """What `collect` wrote, or what an earlier `replay` wrote (its sets' runs, the headline's
+    aside: those are read again from `--headline`)."""
+    if "sets" not in loaded:
+        return [loaded]
+    return [s["data"] for name, s in loaded["sets"].items() if not name.endswith("(headline)")]
+
+
 def _mean(values) -> float | None:
     values = list(values)
     return statistics.fmean(values) if values else None
@@ -235,7 +244,7 @@ def _mean(values) -> float | None:
 def replay(paths: list[str], fractions=FRACTIONS, models=("race", "pow3", "exp3"),
            seed: int = 0, headline: str | None = None) -> dict:
     out: dict = {"sets": {}, "models": list(models), "fractions": list(fractions)}
-    sets = [json.loads(Path(p).read_text()) for p in paths]
+    sets = [data for p in paths for data in _sets(json.loads(Path(p).read_text()))]
     for data in sets + (headline_sets(Path(headline)) if headline else []):
         baseline, target = data["baseline"], float(data["target"])
         found = out["sets"].setdefault(data["name"], {"runs": len(data["runs"]), "by": {},

@@ -22,12 +22,11 @@ one ends beyond a retrain's noise: where its curve makes that up, then as a miss
 A measured miss teaches as a confirmation's does:
 * **Lengthened only while it pays** (orchestrator/lengths.py `why_not_longer`; on the
   classifier a longer schedule overfits), but for a last resort (`_last_resort`).
-* **The sooner first: a candidate or a longer run.** A longer run of a configuration that
-  missed waits for the next candidate where that one is expected at the target (per chance of
-  reaching it) before the longer run would end at the missed run's pace (`_sooner`), and goes
-  before each later one it would end before (`_waiting`). Where the runs measured so far took
-  longer than the race expected, its other expected times are taken as late (orchestrator/
-  told.py).
+* **The sooner first, per chance: a candidate or a longer run.** A longer run of a miss goes
+  before the next candidate where it ends sooner at the missed run's pace, over its chance
+  (`lengths.lengthening_chance`), than the candidate is expected at the target over its own
+  (`_sooner`; `_waiting`: one passed over). Where the runs measured so far took longer than the
+  race expected, its other expected times are taken as late (orchestrator/told.py).
 * **Each candidate that could pay.** After a miss a candidate is measured where, reaching the
   target, it gets there before the baseline's run would end (`told.not_worth`); its time per
   chance of reaching only orders the candidates. They are the race's decided contenders.
@@ -49,10 +48,10 @@ from orchestrator import told
 from orchestrator.curves import first_at
 from orchestrator.evidence import learns_no_more
 from orchestrator.lengths import (MEASURE_POINTS, MIDDLE_SHORTER, SHORTER_POINTS, attempts,
-                                  decay_epoch, going_on_from, hold_margin, to_hold,
-                                  validation_cadence, why_not_longer)
-from orchestrator.measured import describe, measurement
-from orchestrator.records import Role, TrialRecord
+                                  decay_epoch, going_on_from, hold_margin, lengthening_chance,
+                                  retrain_noise, to_hold, validation_cadence, why_not_longer)
+from orchestrator.measured import as_confirmed, describe, measurement
+from orchestrator.records import LEAST_REACH, Role, TrialRecord
 from orchestrator.screen import race
 from orchestrator.stages import StageContext
 from orchestrator.stopper import validation_gate
@@ -122,7 +121,7 @@ def run(ctx: StageContext, strategy) -> None:
         late = told.shortfall(lengths)  # the race's times, as measured so far
         if ruled_out is None and (waiting := _waiting(passed_over, best, late)) is not None:
             ctx.say(f"measure: {waiting.lengths[0]} epochs of {waiting.best.trial_id} before "
-                    f"{best.trial_id}: {waiting.next_s():.1f} s against "
+                    f"{best.trial_id}: {waiting.per_chance_s():.1f} s per chance against "
                     f"{told.per_chance(best, late):.1f} s{told.said(best, late)}")
             if _measure(ctx, strategy, waiting, tried,
                         lambda: _sooner(ctx, waiting, candidates[i:], missed, lengths)):
@@ -179,6 +178,9 @@ class Lengths:
     """The lengths left where a lengthening stopped paying (`_last_resort`'s)."""
     points: int = MEASURE_POINTS
     """About how many times each run validates (`validation_cadence`)."""
+    target: float = math.inf
+    noise: float | None = None
+    """A retrain's noise (`lengths.retrain_noise`): how sure its next length is to reach."""
 
     @classmethod
     def of(cls, ctx: StageContext, rec: TrialRecord) -> Lengths:
@@ -188,7 +190,8 @@ class Lengths:
         # A quarter at a time only where the next goes on from the first run's decay (at 8
         # unet3d epochs quarters 3, 4, 5, 7, 8 each went on from the race's epoch 2).
         branches = decay_epoch(exported(ctx, rec, first)) > rec.epochs
-        return cls(rec, planned, attempts(first, planned, branches))
+        return cls(rec, planned, attempts(first, planned, branches), target=ctx.objective.target,
+                   noise=retrain_noise((ctx.baseline or {}).get("curve") or []))
 
     def miss(self, target: float) -> tuple[dict, float, float] | None:
         """(its configuration, how far its best run ended short, the share of its plan its
@@ -210,6 +213,13 @@ class Lengths:
             return None
         return float(spent) / max(1, int(self.runs[-1]["epochs"])) * (epochs or self.lengths[0])
 
+    def per_chance_s(self) -> float | None:
+        """`next_s` per chance of reaching the target (`lengths.lengthening_chance`): how it
+        is set beside the candidates, each per its own chance (`told.per_chance`)."""
+        spent = self.next_s()
+        chance = lengthening_chance(self.runs, self.lengths[0], self.target, self.noise)
+        return None if spent is None else spent / max(chance, LEAST_REACH)
+
 
 def _measure(ctx: StageContext, strategy, this: Lengths, tried: list[dict], sooner) -> bool:
     """Measure `this` at its lengths, shortest first, until one reaches the target (True), a
@@ -230,7 +240,7 @@ def _measure(ctx: StageContext, strategy, this: Lengths, tried: list[dict], soon
         this.lengths.pop(0)
         config = exported(ctx, this.best, epochs)
         measured = strategy.known_measurement(ctx, config) or \
-            _as_confirmed(ctx, this.best, config, this.planned) or \
+            as_confirmed(ctx, this.best, config, this.planned) or \
             _train(ctx, config, this.best, runs, this.points)
         runs.append(measured)
         tried.append(measured)
@@ -298,17 +308,17 @@ def _ruled_out(ctx: StageContext, this: Lengths, missed: list) -> tuple[dict, fl
 
 def _sooner(ctx: StageContext, this: Lengths, rest: list[TrialRecord], missed: list,
             measured: list[Lengths]) -> str | None:
-    """What goes before `this` at its next length, as said (None: nothing): another's longer run
-    ending sooner at its pace, or the next candidate in `rest` that `this`'s misses do not rule
-    out, expected at the target sooner (per chance, as late as the race's times of what was
-    `measured` ran: orchestrator/told.py; docs/screen.md: patch 24's 111 s went first)."""
-    miss, next_s, late = this.miss(ctx.objective.target), this.next_s(), told.shortfall(measured)
-    if next_s is None:
+    """What goes before `this` at its next length, as said (None: nothing), each per chance:
+    another's longer run, or the next candidate in `rest` that `this`'s misses do not rule out,
+    as late as the race's times of what was `measured` ran (orchestrator/told.py)."""
+    miss, late = this.miss(ctx.objective.target), told.shortfall(measured)
+    if (next_s := this.per_chance_s()) is None:
         return None
-    at = f"{next_s:.1f} s at its pace"
-    if (first := _soonest([t for t in measured if t is not this])) and first.next_s() < next_s:
+    at = f"{next_s:.1f} s per chance at its pace"
+    if (first := _soonest([t for t in measured if t is not this])) and \
+            first.per_chance_s() < next_s:
         return (f"{first.lengths[0]} epochs of {first.best.trial_id}: {at}, those "
-                f"{first.next_s():.1f} s at theirs")
+                f"{first.per_chance_s():.1f} s at theirs")
     rules = [*missed, miss] if miss is not None else missed
     for rec in rest:
         if _ruled_out(ctx, Lengths.of(ctx, rec), rules) is not None:
@@ -337,16 +347,16 @@ def _last_resort(ctx: StageContext, lengths: list[Lengths]) -> Lengths | None:
 
 
 def _waiting(passed_over: list[Lengths], rec: TrialRecord, late: float) -> Lengths | None:
-    """The longer run passed over that goes before `rec`: the soonest at its pace, where that
-    is sooner than `rec` per chance, `late` times the race's (docs/screen.md)."""
+    """The longer run passed over that goes before `rec`: the soonest per chance, where that
+    is sooner than `rec`'s, `late` times the race's (docs/screen.md)."""
     first, per = _soonest(passed_over), told.per_chance(rec, late)
-    return first if first and per is not None and first.next_s() < per else None
+    return first if first and per is not None and first.per_chance_s() < per else None
 
 
 def _soonest(measured: list[Lengths]) -> Lengths | None:
-    """Of `measured`, the first whose next length ends soonest at its pace (None: none left)."""
+    """Of `measured`, the one whose next length is soonest per chance (None: none left)."""
     return min([t for t in measured if t.lengths and t.runs and t.next_s() is not None],
-               key=Lengths.next_s, default=None)
+               key=Lengths.per_chance_s, default=None)
 
 
 def _shown(config: dict, keys: list[str]) -> str:
@@ -357,16 +367,6 @@ def _shown(config: dict, keys: list[str]) -> str:
 def read(ctx: StageContext) -> dict | None:
     """What the measure stage measured (a resumed search reads it back)."""
     return json.loads(ctx.folder.measured.read_text()) if ctx.folder.measured.is_file() else None
-
-
-def _as_confirmed(ctx: StageContext, rec: TrialRecord, config: dict, planned: int
-                  ) -> dict | None:
-    """The confirmation itself, where it is the exported run: measured at its whole plan, it
-    ran every epoch of it (it first reached the target at its last), with the same seed,
-    settings and picks; nothing to train again."""
-    if int(config["epochs"]) != planned or rec.epochs != planned or not rec.reached:
-        return None
-    return {**measurement(ctx, rec, config, rec), "confirmation": True}
 
 
 def _train(ctx: StageContext, config: dict, winner_rec: TrialRecord,

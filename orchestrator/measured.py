@@ -34,6 +34,16 @@ def measurement(ctx: StageContext, rec: TrialRecord, config: dict,
             "search": str(ctx.folder.root), "search_id": ctx.search_id}
 
 
+def as_confirmed(ctx: StageContext, rec: TrialRecord, config: dict, planned: int
+                 ) -> dict | None:
+    """The confirmation itself, where it is the exported run: measured at its whole plan, it
+    ran every epoch of it (it first reached the target at its last), with the same seed,
+    settings and picks; nothing to train again."""
+    if int(config["epochs"]) != planned or rec.epochs != planned or not rec.reached:
+        return None
+    return {**measurement(ctx, rec, config, rec), "confirmation": True}
+
+
 def describe(measured: dict, target: float, own: str) -> str:
     how = "trained as exported" if measured.get("search_id") == own else \
         f"measured by {measured.get('search')}"

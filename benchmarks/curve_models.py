@@ -47,6 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from orchestrator.curves import first_at  # noqa: E402
 from orchestrator.evidence import LIKELY  # noqa: E402
+from orchestrator.records import per_chance  # noqa: E402
 from orchestrator.screen import race  # noqa: E402
 from trainables.config import SPEED_ONLY  # noqa: E402
 
@@ -204,7 +205,7 @@ def scored(rows: list[dict]) -> dict:
     widths = [r["high_s"] / r["low_s"] for r in judged
               if math.isfinite(r["high_s"]) and r["low_s"] > 0]
     ranked = [r for r in rows if not r.get("undecided") and r["reach"] > 0]
-    pick = min(ranked, key=lambda r: r["mid_s"] / r["reach"], default=None)
+    pick = min(ranked, key=lambda r: per_chance(r["mid_s"], r["reach"]), default=None)
     best = min(r["real_s"] for r in rows)
     # The race's bar (Evidence.best_bound): another's latest, of those likely to reach it.
     cuts = [r for r in rows if not r.get("undecided") and not r.get("reached_before") and (

@@ -23,6 +23,13 @@ from trainables.status import OnResume, TrialStatus, traits
 LEAST_REACH = 0.05
 
 
+def per_chance(seconds: float, reach: float) -> float:
+    """`seconds` to the target over the chance of reaching it, floored at `LEAST_REACH`: the
+    order a contender is measured in (`TrialRecord.per_chance_s`), and what
+    benchmarks/curve_models.py ranks a model's pick by."""
+    return seconds / max(reach, LEAST_REACH)
+
+
 class Role(StrEnum):
     """Why a trial ran: the leaderboard's `role` column and the MLflow run's
     `orchestrator.role` tag."""
@@ -126,7 +133,7 @@ class TrialRecord:
         short of the target comes after a sure one."""
         if self.reached or self.told_s is None:
             return self.told_s
-        return self.told_s / max(self.reach, LEAST_REACH)
+        return per_chance(self.told_s, self.reach)
 
     @property
     def fixed_cost_s(self) -> float | None:

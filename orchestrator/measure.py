@@ -51,7 +51,7 @@ from orchestrator.lengths import (MEASURE_POINTS, MIDDLE_SHORTER, SHORTER_POINTS
                                   decay_epoch, going_on_from, hold_margin, lengthening_chance,
                                   retrain_noise, to_hold, validation_cadence, why_not_longer)
 from orchestrator.measured import as_confirmed, describe, measurement
-from orchestrator.records import LEAST_REACH, Role, TrialRecord
+from orchestrator.records import Role, TrialRecord, per_chance
 from orchestrator.screen import race
 from orchestrator.stages import StageContext
 from orchestrator.stopper import validation_gate
@@ -218,7 +218,7 @@ class Lengths:
         is set beside the candidates, each per its own chance (`told.per_chance`)."""
         spent = self.next_s()
         chance = lengthening_chance(self.runs, self.lengths[0], self.target, self.noise)
-        return None if spent is None else spent / max(chance, LEAST_REACH)
+        return None if spent is None else per_chance(spent, chance)
 
 
 def _measure(ctx: StageContext, strategy, this: Lengths, tried: list[dict], sooner) -> bool:

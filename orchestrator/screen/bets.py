@@ -15,6 +15,11 @@ searches (docs/screen.md), none of the 87 bets at 15, 32, 60 and 128 epochs woul
 back within its search's payback (0.2-2.3 runs); the 28 that won were expected 0-7% sooner
 than the best at 128 unet3d epochs, 25-36% at 32, each for 0.6-0.9 of the best's time spent
 deciding it.
+
+A bet saves only where it reaches the target: its saving is weighed by the chance a contender
+raced so far in the search has had of reaching it (`Evidence.raced_reach`). The prediction's
+error (`SPREAD`) is measured on the contenders the race decided, a time each; one it cut as
+short of the target has none, and is a bet lost whatever its prediction said.
 """
 
 from __future__ import annotations
@@ -43,9 +48,11 @@ def _phi(x: float) -> float:
     return 0.5 * math.erfc(-x / math.sqrt(2))
 
 
-def pays(best_s: float, predicted_s: float, cost_s: float, runs: float) -> bool:
-    """A bet on `predicted_s` against `best_s`, costing `cost_s` to decide, pays over `runs`."""
-    return runs * saving(best_s, predicted_s) >= cost_s
+def pays(best_s: float, predicted_s: float, cost_s: float, runs: float,
+         reach: float = 1.0) -> bool:
+    """A bet on `predicted_s` against `best_s`, costing `cost_s` to decide, pays over `runs`,
+    where it reaches the target with chance `reach` (it saves nothing where it misses)."""
+    return runs * reach * saving(best_s, predicted_s) >= cost_s
 
 
 def runs_to_repay(runs_ahead: float | None, spent: Callable[[], float],

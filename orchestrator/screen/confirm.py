@@ -157,8 +157,8 @@ class Confirmations(Searcher):
         if twin is not None:
             return twin < best
         predicted = self.predicted[i] * scale
-        if predicted <= best:
-            return True
+        if predicted <= best:  # once an answer is in hand, it too must pay (`_pays`)
+            return self.judged is None or self._pays(i, best, predicted, self.judged[i] * scale)
         if predicted * self.slack > best:
             return False
         # Where the bar is a decided contender's expected time, not a time measured, no
@@ -173,19 +173,22 @@ class Confirmations(Searcher):
 
     def _pays(self, i: int, best: float, predicted: float, cost: float) -> bool:
         """The bet on candidate `i` pays back what deciding it costs (bets.py), or no answer is
-        secured yet: then it is also the fallback where the decided ones all miss. At 60
+        secured yet: then it is also the fallback where the decided ones all miss. Predicted
+        faster than the best or not: the prediction holds the pace, not what the candidate's
+        model learns, and one predicted 33% sooner than a contender decided 0.88 likely was
+        decided 22% later, 0.55 likely (unet3d at 32 epochs, 2026-12-07, seed 0). At 60
         classifier epochs (2026-12-07, seed 2) the decided were 0.33-0.63 likely to reach the
         target; weighed as a bet alone, bf16 batch 64 at width 1 (seed 0's answer) was not
         raced, and the decided all missed: no answer for 1.45 runs."""
         if self.runs is None or not self.evidence.secured():
             return True
-        runs = self.runs(best)
-        if bets.pays(best, predicted, cost, runs):
+        runs, reach = self.runs(best), self.evidence.raced_reach()
+        if bets.pays(best, predicted, cost, runs, reach):
             self.declined.pop(i, None)
             return True
         self.declined[i] = (f"predicted at {predicted:.1f} s against {best:.1f} s, it saves "
-                            f"{bets.saving(best, predicted):.2f} s a run per chance, "
-                            f"{runs:.1f} runs to repay {cost:.1f} s")
+                            f"{bets.saving(best, predicted):.2f} s a run where it reaches the "
+                            f"target ({reach:.2f} likely), {runs:.1f} runs to repay {cost:.1f} s")
         return False
 
     def _same_run(self, config: dict) -> bool:

@@ -63,15 +63,20 @@ def test_a_bet_that_cannot_pay_back_within_the_searchs_own_payback_is_not_raced(
 
     own = searcher(bets.runs_to_repay(None, lambda: 43.0, 53.9))
     assert own.next_index() is None and own.suggest("x") == "FINISHED"
-    assert own.declined[0] == ("predicted at 18.0 s against 15.5 s, it saves 1.41 s a run per "
-                               "chance, 1.5 runs to repay 9.0 s")
+    assert own.declined[0] == ("predicted at 18.0 s against 15.5 s, it saves 1.41 s a run "
+                               "where it reaches the target (0.85 likely), 1.5 runs to repay "
+                               "9.0 s")
     many = searcher(bets.runs_to_repay(20, lambda: 43.0, 53.9))
     assert many.suggest("y") == b8.config and not many.declined
     assert searcher(None).suggest("z") == b8.config
-    # A candidate predicted to beat the best is no bet: raced whatever the runs.
-    faster = Confirmations([b8.config], [14.0], evidence, judged=[cost],
+    # Predicted sooner than the best, a candidate must pay as a bet does (each counted over
+    # the 1.5 runs, 0.85 likely to reach): at 6 s it saves 8.9 s a run, at 14 s 2.5 s.
+    faster = Confirmations([b8.config], [6.0], evidence, judged=[cost],
                            runs=bets.runs_to_repay(None, lambda: 43.0, 53.9))
     assert faster.next_index() == 0
+    near = Confirmations([b8.config], [14.0], evidence, judged=[cost],
+                         runs=bets.runs_to_repay(None, lambda: 43.0, 53.9))
+    assert near.next_index() is None and "against 15.5 s" in near.declined[0]
 
 
 def test_until_an_answer_is_secured_a_bet_is_also_the_fallback_and_stands():
@@ -93,6 +98,49 @@ def test_until_an_answer_is_secured_a_bet_is_also_the_fallback_and_stands():
     evidence.reached("hit", 44.1, {"batch_size": 128, "width": 1.0})
     sure = Confirmations([b64], [47.2], evidence, judged=[16.9], runs=runs)
     assert evidence.secured() and sure.next_index() is None and 0 in sure.declined
+
+
+def test_a_bet_saves_only_where_it_reaches_the_target_as_raced_contenders_have():
+    """unet3d at 32 epochs (2026-12-07, seed 0, family-25 AMD EPYC): batch 4 at width 1 was
+    decided 0.88 likely at 46.7 s, patch 16 at width 0.5 was cut as short of the target, patch
+    16 at width 1 decided 0.42 likely. Width 0.5 at patch 24, predicted sooner than the best
+    (31.1 s, calibrated; 13.8 s to decide; the search then paid back in 1.7 runs), was raced
+    as a sure win, and was decided 0.55 likely at 56.7 s: 20.8 s of a 153-s search for nothing.
+    Weighed, once an answer was in hand, by the 0.43 chance the race's contenders had had of
+    reaching the target, it is not raced; the width-1 patch-16 one before it, predicted at
+    19.6 s, 8.5 s to decide over 1.46 runs, still is."""
+    evidence = Evidence()
+    assert evidence.raced_reach() == 1.0  # nothing told: a bet is weighed as before
+    evidence.expect("w05p16", 15.5, {"width": 0.5, "patch_size": 16})
+    evidence.missed("w05p16", 0.02, {"width": 0.5, "patch_size": 16})
+    evidence.stopped("w05p16", TrialStatus.PRUNED, "extrapolated short of the target")
+    evidence.expect("w1p24", 49.1, {"width": 1.0, "patch_size": 24})
+    evidence.expected("w1p24", 24.4, 46.65, 84.5, 21, 0.877, 48.9)
+    evidence.stopped("w1p24", TrialStatus.DECIDED, "decided")
+    assert evidence.secured() and evidence.raced_reach() == pytest.approx(0.877 / 2)
+    runs = bets.runs_to_repay(None, lambda: 71.0, 127.3)  # 1.46 runs against 46.65 s
+    w1p16 = Confirmations([{"width": 1.0, "patch_size": 16}], [19.7], evidence,
+                          judged=[8.5], runs=runs)
+    assert w1p16.next_index() == 0 and not w1p16.declined
+    evidence.expect("w1p16", 19.7, {"width": 1.0, "patch_size": 16})
+    evidence.expected("w1p16", 14.5, 32.6, 32.6, 38, 0.42, 18.8)
+    evidence.stopped("w1p16", TrialStatus.DECIDED, "decided")
+    reach = evidence.raced_reach()
+    assert reach == pytest.approx((0.877 + 0.42 + 0.0) / 3)
+    later = bets.runs_to_repay(None, lambda: 90.0, 127.3)  # 1.7 runs
+    w05p24 = {"width": 0.5, "patch_size": 24}
+    assert bets.pays(46.65, 31.1, 13.8, later(46.65))  # as if sure to reach: raced
+    assert not bets.pays(46.65, 31.1, 13.8, later(46.65), reach)
+    searcher = Confirmations([w05p24], [31.9], evidence, judged=[14.2], runs=later)
+    assert searcher.next_index() is None
+    assert "(0.43 likely), 1.7 runs to repay" in searcher.declined[0]
+    # A time measured counts as a sure reach: the same bet, once batch 4's run is in, pays.
+    evidence.expect("hit", 40.0)
+    for n in range(4):
+        evidence.reached(f"hit{n}", 46.65, {"width": 1.0, "patch_size": 24})
+    assert evidence.raced_reach() > 0.7
+    assert Confirmations([w05p24], [31.9], evidence, judged=[14.2],
+                         runs=later).next_index() == 0
 
 
 def test_a_searcher_that_weighs_bets_pickles_as_tune_saves_it():

@@ -94,10 +94,11 @@ class Confirmations(Searcher):
     `judged` None: no race (a full confirmation runs each to the target or the bar), and
     every bet stands as before.
 
-    In the race, once an answer is secured (`Evidence.secured`), a bet is also made only where
-    it pays (orchestrator/screen/bets.py): what it may save a run, per chance, over `runs` (the
-    best time so far -> the runs a saving counts over: the user's, or the search's own
-    payback) is at least what deciding it costs. `runs` None: every bet the rules above let
+    In the race, once an answer is secured (`Evidence.secured`), a bet, and a candidate
+    predicted sooner than the best too, is also made only where it pays (orchestrator/screen/
+    bets.py): what it may save a run, where it reaches the target (`Evidence.raced_reach`), over
+    `runs` (the best time so far -> the runs a saving counts over: the user's, or the search's
+    own payback) is at least what deciding it costs. `runs` None: every bet the rules above let
     stand is made. What was left as a bet that would not pay is `declined` (index -> why),
     for the stage to say."""
 

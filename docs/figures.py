@@ -45,6 +45,8 @@ def _median(value, fmt: str = "{:.2f}") -> str:
         if not value.get("n"):
             return "-"
         ran = _ran(value)
+        if ran == 1:  # one run has no spread (the long-jobs reference may run once a length)
+            return (fmt + " (one run)").format(value["median"])
         of = f"; {value['n']} of {ran} repeats" if value["n"] < ran else ""
         return (fmt + " (" + fmt + "-" + fmt + of + ")").format(value["median"], value["min"],
                                                                 value["max"])

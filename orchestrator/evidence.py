@@ -235,10 +235,8 @@ class Evidence:
         before anything is told): the mean of each decided contender's chance, a time measured
         counting as 1 and a miss (ended or cut short of the target) as 0; earlier searches' on
         this data too. What a bet saves, it saves where it reaches the target (orchestrator/
-        screen/bets.py). At 32 unet3d epochs (2026-12-07, seed 0), with batch 4 at width 1
-        decided 0.88 likely, patch 16 at width 0.5 cut as short and patch 16 at width 1 decided
-        0.42 likely, width 0.5 at patch 24, predicted sooner than the best, was raced as if sure
-        to reach: 20.8 s of a 153-s search, decided 0.55 likely at 56.7 s against 46.7 s."""
+        screen/bets.py; the search that showed it: orchestrator/screen/confirm.py
+        `Confirmations._pays`)."""
         chances = [chance for _, chance in self._decided_chances()]
         chances += [1.0] * (len(self._reached) + self._earlier_hits)
         chances += [0.0] * (len(self._missed) + len(self._earlier_missed))

@@ -122,11 +122,11 @@ def run(ctx: StageContext, strategy) -> None:
         if ruled_out is None and (waiting := _waiting(passed_over, best, late)) is not None:
             ctx.say(f"measure: {waiting.lengths[0]} epochs of {waiting.best.trial_id} before "
                     f"{best.trial_id}: {waiting.per_chance_s():.1f} s per chance against "
-                    f"{told.per_chance(best, late):.1f} s{told.said(best, late)}")
+                    f"{told.late_per_chance(best, late):.1f} s{told.said(best, late)}")
             if _measure(ctx, strategy, waiting, tried,
                         lambda: _sooner(ctx, waiting, candidates[i:], missed, lengths)):
                 break
-            if (miss := waiting.miss(target)) is not None:
+            if (miss := waiting.miss()) is not None:
                 missed.append(miss)
             ruled_out = _ruled_out(ctx, this, missed)
         if ruled_out is not None:
@@ -140,7 +140,7 @@ def run(ctx: StageContext, strategy) -> None:
             break
         if this.lengths:
             passed_over.append(this)
-        if (miss := this.miss(target)) is not None:
+        if (miss := this.miss()) is not None:
             missed.append(miss)
     if not _reached(tried):  # the longer runs passed over for what missed too, in order
         for this in passed_over:
@@ -148,7 +148,7 @@ def run(ctx: StageContext, strategy) -> None:
                 break
     if not _reached(tried) and (last := _last_resort(ctx, lengths)) is not None:
         ctx.say(f"measure: nothing else left: {last.best.trial_id} at its plan, "
-                f"{last.lengths[0]} epochs, the least short ({last.miss(target)[1]:.4f})")
+                f"{last.lengths[0]} epochs, the least short ({last.miss()[1]:.4f})")
         _measure(ctx, strategy, last, tried, lambda: None)
     # The longest run that reached, where one on the line was lengthened and the longer missed.
     (answer,), margin = _reached(tried)[-1:] or tried[-1:], _margin(ctx)
@@ -193,13 +193,13 @@ class Lengths:
         return cls(rec, planned, attempts(first, planned, branches), target=ctx.objective.target,
                    noise=retrain_noise((ctx.baseline or {}).get("curve") or []))
 
-    def miss(self, target: float) -> tuple[dict, float, float] | None:
+    def miss(self) -> tuple[dict, float, float] | None:
         """(its configuration, how far its best run ended short, the share of its plan its
         longest run trained); None before a run that validated."""
         scores = [r["best_score"] for r in self.runs if r.get("best_score") is not None]
         if not scores:
             return None
-        return self.runs[-1]["config"], target - max(scores), self.share(self.runs[-1]["epochs"])
+        return self.runs[-1]["config"], self.target - max(scores), self.share(self.runs[-1]["epochs"])
 
     def share(self, epochs: int) -> float:
         """`epochs` as a share of its plan (the race plans a larger batch for more epochs)."""
@@ -215,7 +215,7 @@ class Lengths:
 
     def per_chance_s(self) -> float | None:
         """`next_s` per chance of reaching the target (`lengths.lengthening_chance`): how it
-        is set beside the candidates, each per its own chance (`told.per_chance`)."""
+        is set beside the candidates, each per its own chance (`told.late_per_chance`)."""
         spent = self.next_s()
         chance = lengthening_chance(self.runs, self.lengths[0], self.target, self.noise)
         return None if spent is None else per_chance(spent, chance)
@@ -311,7 +311,7 @@ def _sooner(ctx: StageContext, this: Lengths, rest: list[TrialRecord], missed: l
     """What goes before `this` at its next length, as said (None: nothing), each per chance:
     another's longer run, or the next candidate in `rest` that `this`'s misses do not rule out,
     as late as the race's times of what was `measured` ran (orchestrator/told.py)."""
-    miss, late = this.miss(ctx.objective.target), told.shortfall(measured)
+    miss, late = this.miss(), told.shortfall(measured)
     if (next_s := this.per_chance_s()) is None:
         return None
     at = f"{next_s:.1f} s per chance at its pace"
@@ -323,7 +323,7 @@ def _sooner(ctx: StageContext, this: Lengths, rest: list[TrialRecord], missed: l
     for rec in rest:
         if _ruled_out(ctx, Lengths.of(ctx, rec), rules) is not None:
             continue
-        per = told.per_chance(rec, late)
+        per = told.late_per_chance(rec, late)
         if per is None or per >= next_s:
             return None
         return (f"{rec.trial_id}: {at}, {rec.trial_id} is expected at the target in "
@@ -335,10 +335,9 @@ def _last_resort(ctx: StageContext, lengths: list[Lengths]) -> Lengths | None:
     """Where nothing reached the target and nothing is left to measure: the configuration that
     missed least, where a lengthening gave it up, set to train once at its plan (planned to learn
     what the baseline's run does), where that ends before the baseline's run would."""
-    target = ctx.objective.target
-    if not (left := [t for t in lengths if t.given_up and t.miss(target) is not None]):
+    if not (left := [t for t in lengths if t.given_up and t.miss() is not None]):
         return None
-    last = min(left, key=lambda t: t.miss(target)[1])
+    last = min(left, key=lambda t: t.miss()[1])
     spent = last.next_s(last.given_up[-1])
     if spent is not None and spent < float((ctx.baseline or {}).get("train_time_s") or math.inf):
         last.lengths, last.holding = last.given_up[-1:], True  # one run, whatever it moves
@@ -349,7 +348,7 @@ def _last_resort(ctx: StageContext, lengths: list[Lengths]) -> Lengths | None:
 def _waiting(passed_over: list[Lengths], rec: TrialRecord, late: float) -> Lengths | None:
     """The longer run passed over that goes before `rec`: the soonest per chance, where that
     is sooner than `rec`'s, `late` times the race's (docs/screen.md)."""
-    first, per = _soonest(passed_over), told.per_chance(rec, late)
+    first, per = _soonest(passed_over), told.late_per_chance(rec, late)
     return first if first and per is not None and first.per_chance_s() < per else None
 
 

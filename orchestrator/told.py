@@ -57,7 +57,7 @@ def shortfall(measured) -> float:
     return max(1.0, statistics.median(ratios) ** SHARED) if ratios else 1.0
 
 
-def per_chance(rec: TrialRecord, late: float) -> float | None:
+def late_per_chance(rec: TrialRecord, late: float) -> float | None:
     """`rec`'s time to the target per chance of reaching it, the race's expected time `late`
     times later where the race expected it and nothing measured it."""
     per = rec.per_chance_s
@@ -67,8 +67,8 @@ def per_chance(rec: TrialRecord, late: float) -> float | None:
 
 
 def said(rec: TrialRecord, late: float) -> str:
-    """How the measure stage says a time `per_chance` made later."""
-    if per_chance(rec, late) == rec.per_chance_s:
+    """How the measure stage says a time `late_per_chance` made later."""
+    if late_per_chance(rec, late) == rec.per_chance_s:
         return ""
     return (f" (the race's {rec.per_chance_s:.1f} s, {late:.2f}x: the race's times of what was "
             f"measured ran short)")

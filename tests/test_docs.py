@@ -113,6 +113,10 @@ def test_a_repeat_whose_answer_missed_is_said_and_counts_as_no_speedup():
     assert figures._median(held) == "3.27 (2.98-3.57; 2 of 3 repeats)"
     every = {"median": 3.1, "min": 3.0, "max": 3.2, "n": 3, "values": [3.0, 3.1, 3.2]}
     assert figures._median(every) == "3.10 (3.00-3.20)"
+    once = {"median": 4.76, "min": 4.76, "max": 4.76, "n": 1, "values": [4.76]}
+    assert figures._median(once) == "4.76 (one run)"  # no spread to show
+    missed_once = {"median": None, "min": None, "max": None, "n": 0, "values": [None]}
+    assert figures._median(missed_once) == "-"
 
     headline = _docs_script("headline", folder="benchmarks")
     blank = dict.fromkeys(["search_cost_baseline_runs", "payback_runs", "vs_reference",

@@ -74,12 +74,38 @@ def run_all(tmp_dir: Callable[[str], Path], env: dict[str, str] | None = None
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
     env.pop("RAY_ADDRESS", None)
     done, began = {}, time.monotonic()
-    for name, (module, args, _) in PROBES.items():
+    for name in PROBES:
         out = tmp_dir(name)
-        sqlite_store(out)  # out/mlflow.db, its tables made: the probes are not about MLflow
-        proc = subprocess.Popen(
-            [sys.executable, "-m", module, *args, str(out)], cwd=out, env=env,
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-            start_new_session=True)  # its own process group: on a timeout, stop all it started
-        done[name] = _finish(name, proc, began)
+        probe = _start_and_finish(name, out, env, began)
+        if probe.returncode != 0 and RAY_DID_NOT_START in probe.output:
+            again = _start_and_finish(name, out / "again", env, began)
+            probe = Probe(again.returncode, f"{probe.output}\n({name}: Ray's node did not "
+                          f"start in time: started once more)\n{again.output}", again.seconds,
+                          again.report)
+        done[name] = probe
     return done
+
+
+# Ray's own start-up failing, not what a probe checks: a starting node gets 30 s to register
+# its raylet (ray/_private/node.py, not configurable). In a fresh-clone suite run on 2 cores
+# (AMD EPYC, 2026-12-07 16:09) the placement probe's head node missed it beside the session's
+# Ray and the first integration tests; staggering the probes (above) made it rarer, not gone.
+# Such a probe is started once more, its first process group stopped; any other failure stands.
+RAY_DID_NOT_START = "The current node timed out during startup"
+
+
+def _start_and_finish(name: str, out: Path, env: dict[str, str], began: float) -> Probe:
+    module, args, _ = PROBES[name]
+    out.mkdir(parents=True, exist_ok=True)
+    sqlite_store(out)  # out/mlflow.db, its tables made: the probes are not about MLflow
+    proc = subprocess.Popen(
+        [sys.executable, "-m", module, *args, str(out)], cwd=out, env=env,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        start_new_session=True)  # its own process group: on a timeout, stop all it started
+    probe = _finish(name, proc, began)
+    if probe.returncode != 0 and RAY_DID_NOT_START in probe.output:
+        try:  # what the failed start left running (its GCS, raylets) goes with its group
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    return probe

@@ -199,7 +199,8 @@ class Lengths:
         scores = [r["best_score"] for r in self.runs if r.get("best_score") is not None]
         if not scores:
             return None
-        return self.runs[-1]["config"], self.target - max(scores), self.share(self.runs[-1]["epochs"])
+        last = self.runs[-1]
+        return last["config"], self.target - max(scores), self.share(last["epochs"])
 
     def share(self, epochs: int) -> float:
         """`epochs` as a share of its plan (the race plans a larger batch for more epochs)."""

@@ -77,7 +77,7 @@ def run_all(tmp_dir: Callable[[str], Path], env: dict[str, str] | None = None
     for name in PROBES:
         out = tmp_dir(name)
         probe = _start_and_finish(name, out, env, began)
-        if probe.returncode != 0 and RAY_DID_NOT_START in probe.output:
+        if _ray_did_not_start(probe):
             again = _start_and_finish(name, out / "again", env, began)
             probe = Probe(again.returncode, f"{probe.output}\n({name}: Ray's node did not "
                           f"start in time: started once more)\n{again.output}", again.seconds,
@@ -94,6 +94,10 @@ def run_all(tmp_dir: Callable[[str], Path], env: dict[str, str] | None = None
 RAY_DID_NOT_START = "The current node timed out during startup"
 
 
+def _ray_did_not_start(probe: Probe) -> bool:
+    return probe.returncode != 0 and RAY_DID_NOT_START in probe.output
+
+
 def _start_and_finish(name: str, out: Path, env: dict[str, str], began: float) -> Probe:
     module, args, _ = PROBES[name]
     out.mkdir(parents=True, exist_ok=True)
@@ -103,7 +107,7 @@ def _start_and_finish(name: str, out: Path, env: dict[str, str], began: float) -
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         start_new_session=True)  # its own process group: on a timeout, stop all it started
     probe = _finish(name, proc, began)
-    if probe.returncode != 0 and RAY_DID_NOT_START in probe.output:
+    if _ray_did_not_start(probe):
         try:  # what the failed start left running (its GCS, raylets) goes with its group
             os.killpg(proc.pid, signal.SIGKILL)
         except ProcessLookupError:

@@ -11,9 +11,8 @@ pytestmark = pytest.mark.integration
 
 # Fails as Ray's start-up does the first time (no marker file yet), reports the second.
 FLAKY_START = '''
-import json, sys
+import json
 from pathlib import Path
-out = Path(sys.argv[1])
 marker = Path(__file__).parent / "started-once"
 if not marker.exists():
     marker.write_text("1")

@@ -184,7 +184,8 @@ def result_line(kind: str, record: dict, own: str | None = None) -> str:
     the same question recorded says where)."""
     where = kind if kind in BASELINES else f"{record['kind']}, recorded in {kind}"
     if record.get("recorded_train_time_s") is not None:  # a baseline.json of another speed
-        where += _scaled(record["drift"], "", record["recorded_train_time_s"])
+        where += _scaled(record["drift"], _readings(record) + "; ",
+                         record["recorded_train_time_s"])
     if record.get("kind") == "history":
         where = f"history, {kind}: " + _history_clock(record)
     if kind in BASELINES and own is not None and record.get("search_id") not in (None, own):
@@ -199,13 +200,23 @@ def _history_clock(record: dict) -> str:
         return (f"its step timed here; its recorded seconds from {record['seconds_from']} "
                 "kept beside")
     said = "its recorded training time, this tool's on this machine kind"
-    ratio, then = record.get("drift"), record.get("recorded_step_s")
+    ratio = record.get("drift")
     if ratio is None:
         return said + " (the same clock)"
-    steps = f"{record['timed_here']['step_s']:.4f} s a step here against {then:.4f} s"
     if record["clock"] == "recorded":
-        return said + f" (the same clock: {steps})"
-    return said + _scaled(ratio, steps + "; ", record["history_seconds"][-1][2])
+        return said + f" (the same clock: {_readings(record)})"
+    return said + _scaled(ratio, _readings(record) + "; ", record["history_seconds"][-1][2])
+
+
+def _readings(record: dict) -> str:
+    """Its step timed here against the one its seconds were on: every reading where the speed
+    moved (each beyond the noise: history_baseline.moved)."""
+    timed, then = record["timed_here"], record["recorded_step_s"]
+    readings = timed.get("readings") or [timed["step_s"]]
+    if record.get("clock") != history_baseline.SCALED or len(readings) < 2:
+        return f"{timed['step_s']:.4f} s a step here against {then:.4f} s"
+    return (f"{len(readings)} readings of its step here, {min(readings):.4f}-"
+            f"{max(readings):.4f} s, against {then:.4f} s")
 
 
 def _scaled(ratio: float, steps: str, recorded_s: float) -> str:

@@ -20,9 +20,10 @@ both sides of every ratio are on one clock:
   (docs/benchmarks.md). So its step is timed here too (the faster of `READINGS` readings, each
   the median of `ROUNDS` timings), beside the step its search timed the same way before it
   trained (`clock_step_s`; in a run recorded before that was, the step its trial timed in
-  its own process, `start_step_s`): where the two differ by more than `DRIFT_NOISE`, the
-  recorded seconds are scaled by their ratio (`drift`), which keeps what the loop adds to each
-  step and moves it to today's speed (`times_here`). The same holds
+  its own process, `start_step_s`): where every reading lies beyond `DRIFT_NOISE` of it, on
+  one side, confirmed by more readings spread further (`moved`), the recorded seconds are
+  scaled by the ratio (`drift`), which keeps what the loop adds to each step and moves it to
+  today's speed (`times_here`). The same holds
   for a baseline an earlier search recorded (its baseline.json, or the one a repeated search
   reuses), and its clock is what the search's reuse goes by: earlier timings made at another
   speed are measured again (`clock_of`, orchestrator/screen/knowledge.py);
@@ -39,6 +40,8 @@ from __future__ import annotations
 import csv
 import math
 import statistics
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -55,23 +58,29 @@ ROUNDS = 3
 # Readings of it, `READING_GAP_S` apart: the faster is its step (`steadiest`).
 READINGS = 2
 READING_GAP_S = 1.0
+# Where those read a moved speed, up to `CONFIRM_READINGS` more, `CONFIRM_GAP_S` apart (about
+# ten seconds with the reading), and the speed moved only where every reading says so
+# (`moved`): two readings are a second or two of a machine whose slow stretches last longer.
+CONFIRM_READINGS = 4
+CONFIRM_GAP_S = 8.0
 # How far the step timed here may lie from the one a run of this tool was timed at (`step_then`)
 # and still be the same speed. Timed by its search before it trained, the two are timed the
 # same way; a run recorded before that was holds only its trial's own start step, timed alike
 # (a few steps after warm-up, the median) but not in the same process: on a quiet machine the
-# screen's task timed unet3d's fp32 step at 0.037 s where its trial's own read 0.039 s; one
-# config's start steps in two runs differed by 1%, its screen timings by 2-4%
+# screen's task timed unet3d's fp32 step at 0.037 s where its trial's own read 0.039 s
 # (docs/benchmarks.md). Within it the recorded seconds stand. Beyond it the ratio errs low where
 # the trial's process is busier than the task (0.076-0.099 s against 0.060-0.065 s on the day
 # the 84-s run took 136 s: scaled 1.52x for 1.62x), so the baseline is scaled a little too
 # little rather than too much.
-# The line clears the two speeds one idle 2-core AMD EPYC steps at from one second to the next:
-# six readings of unet3d's fp32 step in one search's process, a second apart, read 0.032-0.035
-# s or 0.041-0.043 s (1.26-1.34x), now one, now the other, for ten seconds at a stretch. At
-# 25%, two searches started on their own held the 80-s baseline of a search that had read the
-# slower (0.0416 s) to their faster (0.032 s) and scaled it 0.77x, where that baseline, trained
-# again the same hour, took 77.9 s (docs/benchmarks.md, 2026-12-05).
-DRIFT_NOISE = 0.35
+# The line clears what one idle 2-core AMD EPYC (family 25) reads from one minute to the next:
+# 60 readings of unet3d's fp32 step in one process over four minutes read 0.049-0.083 s, the
+# faster of each pair 0.049-0.075 s, with slow stretches of up to 45 s. Against the 0.051 s a
+# first search timed (a fast pair itself) that is up to 1.47x with the machine unmoved: at 35%,
+# 9 of the 30 pairs read a moved speed, and 3 of 6 repeats of the README's command (1.42-1.47x)
+# scaled its 80-s baseline and printed 3.06-3.16x for a 2.18x answer, where the same baseline
+# trained again that evening took 83 s (docs/benchmarks.md, 2026-12-07). Earlier, at 25%, two
+# readings of one second's two speeds (1.26-1.34x apart) scaled a baseline 0.77x.
+DRIFT_NOISE = 0.5
 
 
 def is_history(baseline: str | None) -> bool:
@@ -194,6 +203,24 @@ def steadiest(readings: list[dict | None]) -> dict | None:
     return {**min(ran, key=step_of), "readings": [step_of(r) for r in ran]}
 
 
+def read_step(reading: Callable[[], dict | None], then: float | None = None,
+              sleep: Callable[[float], None] = time.sleep) -> dict | None:
+    """This machine's step (`steadiest`) from `READINGS` readings (`reading()`: one
+    `timed_step`); held against `then`, readings that say the speed `moved` are confirmed by up
+    to `CONFIRM_READINGS` more, `CONFIRM_GAP_S` apart, until one lies within the noise."""
+    readings = []
+    for n in range(READINGS):
+        if n:
+            sleep(READING_GAP_S)
+        readings.append(reading())
+    for _ in range(CONFIRM_READINGS):
+        if then is None or moved(then, steadiest(readings)) is None:
+            break
+        sleep(CONFIRM_GAP_S)
+        readings.append(reading())
+    return steadiest(readings)
+
+
 def step_of(timed: dict | None) -> float | None:
     """The step a timing (`timed_step`) measured; None where it did not run."""
     if timed is None or timed.get("status") != TrialStatus.COMPLETED or not timed.get("step_s"):
@@ -206,6 +233,20 @@ def drift(then: float | None, timed: dict | None) -> float | None:
     today); None where either is missing."""
     now = step_of(timed)
     return now / float(then) if then and now else None
+
+
+def moved(then: float | None, timed: dict | None) -> float | None:
+    """The drift to scale by where this machine's speed moved since `then`: every reading of
+    today's step (`steadiest`'s) beyond the noise of it on the same side; the fastest reading's
+    ratio, the smaller baseline either way (a speedup read low rather than high). None where
+    any reading lies within the noise: a busy stretch of an unmoved machine, not a new day."""
+    ratio = drift(then, timed)
+    if ratio is None:
+        return None
+    readings = (timed or {}).get("readings") or [step_of(timed)]
+    ratios = [float(r) / float(then) for r in readings]
+    same_side = all(r > 1 for r in ratios) or all(r < 1 for r in ratios)
+    return ratio if same_side and all(drifted(r) for r in ratios) else None
 
 
 def drifted(ratio: float | None, noise: float | None = None) -> bool:
@@ -257,7 +298,7 @@ def at_todays_speed(recorded: dict, timed: dict | None) -> dict:
     seconds scaled where its step timed here `drifted` from the one it timed then."""
     then = clock_of(recorded)
     ratio = drift(then, timed)
-    if not drifted(ratio):
+    if moved(then, timed) is None:
         return {**recorded, "drift": ratio, "timed_here": timed}
     scaled = {k: recorded[k] * ratio for k in SECONDS
               if isinstance(recorded.get(k), (int, float))}
@@ -277,7 +318,7 @@ def record(history: dict, config: dict, timed: dict | None, search: str, search_
     epoch takes the step timed here."""
     ratio = drift(step_then(history), timed) if own_clock else None
     if own_clock:
-        scale = ratio if drifted(ratio) else 1.0
+        scale = moved(step_then(history), timed) or 1.0
         curve = [[int(e), float(s), float(t) * scale] for e, s, t in history["curve"]]
         clock = SCALED if scale != 1.0 else "recorded"
     elif timed is None or timed.get("status") != TrialStatus.COMPLETED:

@@ -199,7 +199,9 @@ class Search:
         config = history_baseline.config_of(history, p.base, self.spec.baseline_set)
         own = history_baseline.same_clock(history, plan_machine_kind(p.plan), self._task_name(),
                                           self.spec.baseline_set)
-        timed = self._time_here(config) if history_baseline.times_here(history, own) else None
+        then = history_baseline.step_then(history) if own else None  # a CSV's: none
+        timed = self._time_here(config, then) if history_baseline.times_here(history, own) \
+            else None
         return history_baseline.record(history, config, timed, str(self.folder.root),
                                        ctx.search_id, own_clock=own)
 
@@ -223,24 +225,24 @@ class Search:
         if not history_baseline.clock_of(record):  # recorded before steps were: as it is
             return record
         return history_baseline.at_todays_speed(
-            record, self._time_here(baselines.resolved_config(record)))
+            record, self._time_here(baselines.resolved_config(record),
+                                    then=history_baseline.clock_of(record)))
 
-    def _time_here(self, config: dict) -> dict | None:
-        """The baseline's settings timed on this machine for a few steps: the faster of
-        history_baseline.READINGS readings, each the median of history_baseline.ROUNDS
-        timings."""
+    def _time_here(self, config: dict, then: float | None = None) -> dict | None:
+        """The baseline's settings timed on this machine for a few steps, each reading the
+        median of history_baseline.ROUNDS timings; held against `then` (the step a recorded
+        baseline's seconds are on) where one is (history_baseline.read_step)."""
         from orchestrator.step_timing import run_screen
 
         ctx, p = self.ctx, self.ctx.prepared
-        readings = []
-        for n in range(history_baseline.READINGS):
-            if n:
-                time.sleep(history_baseline.READING_GAP_S)
-            readings.append(history_baseline.timed_step(run_screen(
+
+        def reading() -> dict | None:
+            return history_baseline.timed_step(run_screen(
                 [dict(config) for _ in range(history_baseline.ROUNDS)], meta=p.data.meta(),
                 n_train=len(p.data.x_train), datasets=ctx.datasets(), plan=p.plan,
-                task=ctx.task())))
-        return history_baseline.steadiest(readings)
+                task=ctx.task()))
+
+        return history_baseline.read_step(reading, then)
 
     def _train_baseline(self, config: dict):
         from trainables.trial.trainable import reuse_actors

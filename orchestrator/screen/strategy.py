@@ -122,10 +122,11 @@ class ScreenStrategy(Strategy):
         started, p = time.time(), ctx.prepared
         moved = self.knowledge(ctx).elsewhen()
         if moved:  # what an earlier search timed at another speed is timed again
-            ctx.say(f"screen: {moved} earlier measurements of this model and data were made "
-                    f"while this machine ran at another speed (beyond "
+            ctx.say(f"screen: {moved} of the earlier measurements of this model and data were "
+                    f"made while this machine ran at another speed (beyond "
                     f"{history_baseline.DRIFT_NOISE:.0%} of this search's baseline step, "
-                    f"{self.knowledge(ctx).clock:.4f} s): not reused, measured again")
+                    f"{self.knowledge(ctx).clock:.4f} s): not reused; what this search needs "
+                    "of them is measured again")
         # The baseline's own settings in the optimized loop ride along with the first round.
         first = [*screening.candidates(p.searched, p.base), self._loop_alone_config(ctx)]
         plan = canonical({"candidates": [config_key(c) for c in first],

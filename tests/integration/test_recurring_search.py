@@ -169,8 +169,6 @@ def test_a_recorded_baseline_is_held_to_todays_speed_and_so_is_what_is_reused(
     (issue 41)."""
     from mlflow.tracking import MlflowClient
 
-    from orchestrator.history_baseline import drifted
-
     store, data, first, _ = first
     spec = _spec(tmp_path, data, small, "from-json")
     spec.baseline, spec.num_trials = str(Path(first.output_dir) / "baseline.json"), 1
@@ -179,7 +177,7 @@ def test_a_recorded_baseline_is_held_to_todays_speed_and_so_is_what_is_reused(
     assert "[baseline" not in out.getvalue(), out.getvalue()
     assert record["drift"] == pytest.approx(record["timed_here"]["step_s"] /
                                             first.baseline["clock_step_s"])
-    scale = record["drift"] if drifted(record["drift"]) else 1.0
+    scale = history_baseline.moved(first.baseline["clock_step_s"], record["timed_here"]) or 1.0
     assert record["train_time_s"] == pytest.approx(first.baseline["train_time_s"] * scale)
 
     client = MlflowClient(f"sqlite:///{store / 'mlflow.db'}")
@@ -203,7 +201,7 @@ def test_a_recorded_baseline_is_held_to_todays_speed_and_so_is_what_is_reused(
 
 
 def test_asked_again_where_the_machines_speed_moved_nothing_timed_at_the_old_speed_is_reused(
-        first, tmp_path):
+        first, tmp_path, monkeypatch):
     """The first search's measurements, as if made on a day this machine ran 10x faster (their
     speed, and its baseline's step, rewritten): asked again, the search holds the baseline it
     recorded to today's speed (not trained again: scaled), and times, confirms and measures
@@ -226,6 +224,7 @@ def test_asked_again_where_the_machines_speed_moved_nothing_timed_at_the_old_spe
                     entry["record"][key] *= faster
     path.write_text("".join(json.dumps(e) + "\n" for e in entries))
     sqlite_store(tmp_path)
+    monkeypatch.setattr(history_baseline, "CONFIRM_GAP_S", 0.0)  # every reading confirms it
     out = io.StringIO()
     again = run_search(_spec(tmp_path, data, small, "mine"), out=out)
     printed = out.getvalue()
@@ -233,11 +232,14 @@ def test_asked_again_where_the_machines_speed_moved_nothing_timed_at_the_old_spe
     assert "[baseline" not in printed and "recorded by" in printed, printed  # not trained
     then = first.baseline["clock_step_s"] * faster
     assert record["drift"] == pytest.approx(record["timed_here"]["step_s"] / then)
-    assert history_baseline.drifted(record["drift"]) and "scaled" in printed
+    assert len(record["timed_here"]["readings"]) == \
+        history_baseline.READINGS + history_baseline.CONFIRM_READINGS
+    assert history_baseline.moved(then, record["timed_here"]) and "scaled" in printed
     assert record["train_time_s"] == pytest.approx(first.baseline["train_time_s"] *
                                                    record["drift"])
     assert again.economics["baseline_s"] == pytest.approx(record["train_time_s"])
-    assert "not reused, measured again" in printed and "known from earlier" not in printed
+    assert "not reused; what this search needs of them is measured again" in printed and \
+        "known from earlier" not in printed
     assert _trained(printed), printed  # confirmed and measured anew: today's clock
     today = [e for e in jsonl.read(path)][len(entries):]
     assert today and {e["clock_step_s"] for e in today} == {record["timed_here"]["step_s"]}

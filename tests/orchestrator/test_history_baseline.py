@@ -83,7 +83,7 @@ def test_a_run_of_this_tool_is_scaled_where_the_machine_drifted_since():
     assert kept["drift"] == pytest.approx(0.0107 / 0.0112) and kept["train_time_s"] == 19.0
     assert kept["recorded_step_s"] == 0.0112 and clock_of(kept) == 0.0112
     assert record({**timed_alike, "clock_step_s": None}, {}, here(0.0102), "f", "i",
-                  own_clock=True)["clock"] == "recorded, scaled by the machine's drift"
+                  own_clock=True)["drift"] == pytest.approx(0.0102 / 0.0142)
     assert times_here({**ours, "start_step_s": None, "clock_step_s": 0.01}, True)
     assert clock_of({"start_step_s": 0.03, "clock_step_s": 0.02}) == 0.02
     # Nothing to hold it against (a run before start_step_s was recorded, a timing that failed).
@@ -195,3 +195,50 @@ def test_a_run_from_mlflow_keeps_what_it_measured_of_its_learning(tmp_path):
     own = record(yours_history, {}, {"status": "completed", "step_s": 0.1, "steps_per_epoch": 5},
                  "folder", "id")
     assert own["noise"] == [] and own["losses"] == [] and math.isnan(own["noise_scale"])
+
+
+def _readings(*steps):
+    """`reading()` for history_baseline.read_step: each call the next step, timed as one."""
+    from orchestrator.history_baseline import timed_step
+
+    left = list(steps)
+    return lambda: timed_step([{"status": "completed", "step_s": left.pop(0),
+                                "steps_per_epoch": 54}])
+
+
+def test_a_slow_stretch_of_an_unmoved_machine_scales_nothing():
+    """Two readings in a slow stretch (0.0765 and 0.0693 s against the 0.0511 s its first search
+    timed) scaled an unmoved 80-s baseline 1.36x, where its screen re-timed the same
+    configurations at 0.98x: an idle machine's readings spread that far. They are within the
+    noise now; readings beyond it are confirmed, spread further: one within, and the recorded
+    seconds stand; where every one says the speed moved, they are scaled, by the fastest (the
+    smaller baseline)."""
+    from orchestrator.history_baseline import (CONFIRM_READINGS, READINGS, at_todays_speed,
+                                               moved, read_step)
+
+    recorded = {"kind": "seeds", "config": {}, "status": "completed", "val_score": 0.95,
+                "train_time_s": 80.0, "curve": [[16, 0.95, 80.0]], "clock_step_s": 0.0511}
+    waits = []
+    that_evening = read_step(_readings(0.0765, 0.0693), 0.0511, waits.append)
+    assert at_todays_speed(recorded, that_evening)["train_time_s"] == 80.0 and len(waits) == 1
+    timed = read_step(_readings(0.081, 0.079, 0.084, 0.066, 0.09), 0.0511, waits.append)
+    assert timed["readings"] == [0.081, 0.079, 0.084, 0.066]  # it stopped at one within
+    assert len(waits) == 4 and waits[-1] > waits[1]  # spread further than the first two
+    kept = at_todays_speed(recorded, timed)
+    assert kept["train_time_s"] == 80.0 and "clock" not in kept
+    assert kept["drift"] == pytest.approx(0.066 / 0.0511)
+
+    slower = [0.083, 0.086, 0.081, 0.09, 0.084, 0.088]  # a slower day: every reading says so
+    timed = read_step(_readings(*slower), 0.0511, lambda s: None)
+    assert len(timed["readings"]) == READINGS + CONFIRM_READINGS
+    scaled = at_todays_speed(recorded, timed)
+    assert scaled["train_time_s"] == pytest.approx(80.0 * 0.081 / 0.0511)
+    assert scaled["clock_step_s"] == 0.081
+
+    # Nothing to hold it against: two readings, no more.
+    assert len(read_step(_readings(0.2, 0.2), None, lambda s: None)["readings"]) == 2
+    # Faster: every reading beyond the noise below it, else the speed did not move.
+    assert moved(0.0511, {"status": "completed", "step_s": 0.03, "readings": [0.03, 0.04]}) \
+        is None
+    assert moved(0.0511, {"status": "completed", "step_s": 0.03, "readings": [0.03, 0.032]}) \
+        == pytest.approx(0.03 / 0.0511)

@@ -61,7 +61,10 @@ READING_GAP_S = 1.0
 # Where those read a moved speed, up to `CONFIRM_READINGS` more, `CONFIRM_GAP_S` apart (about
 # ten seconds with the reading), and the speed moved only where every reading says so
 # (`moved`): two readings are a second or two of a machine whose slow stretches last longer.
-CONFIRM_READINGS = 4
+# Its readings spread 1.77x in four idle minutes, with a stretch of 40 s where every one read
+# 1.5x the stretch before it (benchmarks/clock_readings.py, docs/benchmarks.md): the six span
+# a minute.
+CONFIRM_READINGS = 6
 CONFIRM_GAP_S = 8.0
 # How far the step timed here may lie from the one a run of this tool was timed at (`step_then`)
 # and still be the same speed. Timed by its search before it trained, the two are timed the
@@ -76,7 +79,7 @@ CONFIRM_GAP_S = 8.0
 # 60 readings of unet3d's fp32 step in one process over four minutes read 0.049-0.083 s, the
 # faster of each pair 0.049-0.075 s, with slow stretches of up to 45 s. Against the 0.051 s a
 # first search timed (a fast pair itself) that is up to 1.47x with the machine unmoved: at 35%,
-# 9 of the 30 pairs read a moved speed, and 3 of 6 repeats of the README's command (1.42-1.47x)
+# 8 of the 30 pairs read a moved speed, and 3 of 6 repeats of the README's command (1.42-1.47x)
 # scaled its 80-s baseline and printed 3.06-3.16x for a 2.18x answer, where the same baseline
 # trained again that evening took 83 s (docs/benchmarks.md, 2026-12-07). Earlier, at 25%, two
 # readings of one second's two speeds (1.26-1.34x apart) scaled a baseline 0.77x.

@@ -228,7 +228,7 @@ def test_a_slow_stretch_of_an_unmoved_machine_scales_nothing():
     assert kept["train_time_s"] == 80.0 and "clock" not in kept
     assert kept["drift"] == pytest.approx(0.066 / 0.0511)
 
-    slower = [0.083, 0.086, 0.081, 0.09, 0.084, 0.088]  # a slower day: every reading says so
+    slower = [0.083, 0.086, 0.081, 0.09, 0.084, 0.088, 0.085, 0.087]  # a slower day: every reading says so
     timed = read_step(_readings(*slower), 0.0511, lambda s: None)
     assert len(timed["readings"]) == READINGS + CONFIRM_READINGS
     scaled = at_todays_speed(recorded, timed)
@@ -242,3 +242,19 @@ def test_a_slow_stretch_of_an_unmoved_machine_scales_nothing():
         is None
     assert moved(0.0511, {"status": "completed", "step_s": 0.03, "readings": [0.03, 0.032]}) \
         == pytest.approx(0.03 / 0.0511)
+
+
+def test_the_clock_benchmark_counts_what_an_unmoved_machine_misreads(monkeypatch):
+    """benchmarks/clock_readings.py's count, on pairs read on one idle evening against its
+    first search's 0.0511 s: at the old line (35%) three of four read a moved speed; at today's,
+    by every reading, none."""
+    from benchmarks.clock_readings import summary
+    from orchestrator import history_baseline
+
+    pairs = [[0.0511, 0.06], [0.0724, 0.0798], [0.0736, 0.072], [0.0746, 0.0762],
+             [0.0566, 0.0743]]
+    today = summary(pairs)
+    assert today["moved"] == 0 and today["against"] == 4 and today["then"] == 0.0511
+    assert (today["low"], today["high"], today["pair_high"]) == (0.0511, 0.0798, 0.0746)
+    monkeypatch.setattr(history_baseline, "DRIFT_NOISE", 0.35)
+    assert summary(pairs)["moved"] == 3

@@ -298,7 +298,7 @@ TIMED_HERE = "timed here"
 def at_todays_speed(recorded: dict, timed: dict | None) -> dict:
     """A baseline a search recorded (its baseline.json given by path, or the one a repeated
     search reuses), held to this machine's speed as this tool's run from history is: its
-    seconds scaled where its step timed here `drifted` from the one it timed then."""
+    seconds scaled where its step timed here `moved` from the one it timed then."""
     then = clock_of(recorded)
     ratio = drift(then, timed)
     if moved(then, timed) is None:
@@ -317,7 +317,7 @@ def record(history: dict, config: dict, timed: dict | None, search: str, search_
            own_clock: bool = False) -> dict:
     """The baseline's record (baseline.json) from its history and its step timed here (a
     screen result: step_s, data_s, one_off_s, steps_per_epoch). `own_clock` (`same_clock`):
-    its own recorded seconds, scaled where this machine's speed `drifted` since; else each
+    its own recorded seconds, scaled where this machine's speed `moved` since; else each
     epoch takes the step timed here."""
     ratio = drift(step_then(history), timed) if own_clock else None
     if own_clock:

@@ -30,9 +30,12 @@ from orchestrator.spec import SearchSpec  # noqa: E402
 
 
 class _Readings(Search):
-    """A search whose baseline stage reads the baseline's step `pairs` times and stops."""
+    """A search whose baseline stage reads the baseline's step `pairs` times (`found`: each
+    pair's seconds since the first and its readings) and stops."""
 
-    pairs, gap, found = 30, 2.0, []
+    def __init__(self, spec: SearchSpec, pairs: int, gap: float):
+        super().__init__(spec)
+        self.pairs, self.gap, self.found = pairs, gap, []
 
     def run_baseline(self) -> None:
         ctx = self.ctx
@@ -78,15 +81,15 @@ def main(argv: list[str] | None = None) -> None:
         spec = SearchSpec(workload=args.workload, strategy="screen", num_trials=1,
                           output_dir=f"{tmp}/runs", name="clock",
                           tracking_uri=f"sqlite:///{tmp}/mlflow.db")
-        _Readings.pairs, _Readings.gap = args.pairs, args.gap
+        search = _Readings(spec, args.pairs, args.gap)
         try:
-            _Readings(spec).run()
+            search.run()
         except _Done:
             pass
         except Exception as err:  # the search wraps its stage's error: unwrap ours
             if not isinstance(err.__cause__, _Done):
                 raise
-    s = summary([list(p) for _, p in _Readings.found])
+    s = summary([list(p) for _, p in search.found])
     print(f"{s['readings']} readings {s['low']:.4f}-{s['high']:.4f} s "
           f"({s['high'] / s['low']:.2f}x), median {s['median']:.4f} s; the faster of each pair "
           f"{s['pair_low']:.4f}-{s['pair_high']:.4f} s ({s['pair_high'] / s['pair_low']:.2f}x)")

@@ -246,7 +246,7 @@ def moved(then: float | None, timed: dict | None) -> float | None:
     ratio = drift(then, timed)
     if ratio is None:
         return None
-    readings = (timed or {}).get("readings") or [step_of(timed)]
+    readings = timed.get("readings") or [step_of(timed)]
     ratios = [float(r) / float(then) for r in readings]
     same_side = all(r > 1 for r in ratios) or all(r < 1 for r in ratios)
     return ratio if same_side and all(drifted(r) for r in ratios) else None
@@ -300,9 +300,9 @@ def at_todays_speed(recorded: dict, timed: dict | None) -> dict:
     search reuses), held to this machine's speed as this tool's run from history is: its
     seconds scaled where its step timed here `moved` from the one it timed then."""
     then = clock_of(recorded)
-    ratio = drift(then, timed)
-    if moved(then, timed) is None:
-        return {**recorded, "drift": ratio, "timed_here": timed}
+    ratio = moved(then, timed)
+    if ratio is None:
+        return {**recorded, "drift": drift(then, timed), "timed_here": timed}
     scaled = {k: recorded[k] * ratio for k in SECONDS
               if isinstance(recorded.get(k), (int, float))}
     # Its step is now today's: given again, it is scaled from here, not twice.

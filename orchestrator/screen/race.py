@@ -77,9 +77,10 @@ RUNG = 0.2
 # ranked each run that missed below each that reached by its chance to reach (0.43-0.45 against
 # 0.58-0.92): the points after a quarter of a schedule moved the answer no nearer the truth.
 # Not a fifth: replayed on whole runs a fifth told as much, but in three 32-epoch unet3d searches
-# deciding by 20% the baseline's own model read 1.07x and 1.48x its error (1.13x at 25%, three
-# of three), one search measured four misses in the order its reads gave, and the row cost 1.51
-# runs (1.07-2.74) against 1.22 (docs/benchmarks.md, 2026-12-08).
+# deciding by 20% the baseline's own model read 1.07x and 1.48x its error in seeds 1 and 2 (at
+# 25% the same seeds read it 1.09x and 1.25x), one search measured four misses in the order its
+# reads gave, and the row cost 1.51 runs (1.07-2.74) against 1.22 (docs/benchmarks.md,
+# 2026-12-08).
 DECIDE_AT = 0.25
 # Bounds this close (latest / soonest time) tell the time well enough to stop.
 TOLD = 1.3

@@ -334,3 +334,20 @@ def test_a_twin_of_a_decided_contender_is_expected_where_it_is_at_its_own_pace()
     unlikely = Evidence()
     unlikely.earlier_expected(fp32, 32.6, 0.3, 22.4, predicted_s=14.43)
     assert unlikely.twin_expected(bf16, 14.47) is None
+
+
+def test_the_seed_reads_benchmark_reads_as_the_race_does():
+    """benchmarks/seed_reads.py sets a contender's running-best error and validation loss
+    against the baseline's at equal progress: learning as the baseline does on a plan twice as
+    long reads 1 on both; twice the error and loss all along reads 2 on both; a dip in one
+    validation's score reads as the best before it, as in the race's envelope."""
+    from benchmarks.seed_reads import ratios
+
+    base = [(e, 10, 1 - 0.5 * 0.8 ** e, 0.4 * 0.8 ** e) for e in range(1, 11)]
+    stretched = [(e, 20, 1 - 0.5 * 0.8 ** (e / 2), 0.4 * 0.8 ** (e / 2)) for e in range(2, 21, 2)]
+    assert ratios(stretched, base) == pytest.approx((1.0, 1.0))
+    worse = [(e, p, 1 - 2 * (1 - s), 2 * v) for e, p, s, v in base]
+    assert ratios(worse, base) == pytest.approx((2.0, 2.0))
+    dipped = [(e, p, s - 0.3 * (e == 6), v) for e, p, s, v in worse]
+    held = [(e, p, worse[4][2] if e == 6 else s, v) for e, p, s, v in worse]
+    assert ratios(dipped, base) == ratios(held, base) != ratios(worse, base)

@@ -19,11 +19,8 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import sys
 from collections import defaultdict
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 # Points before this share of a plan are left out: the warm-up's first epochs swing most, and the
 # race judges nothing before a fifth (race.RUNG).
@@ -46,7 +43,8 @@ def validated(outbox: Path) -> dict[str, list[tuple[int, float, float, float]]]:
 
 def envelope(rows: list[tuple], of) -> list[tuple[float, float]]:
     """(progress, the lowest `of(row)` so far) per validated epoch: the race reads best-so-far
-    curves on both sides (race.BaselineCurve)."""
+    curves on both sides. Not race.BaselineCurve itself: it holds 1 - the best score, floored
+    at 0, and a loss above 1 (a classifier's first epochs) would read there as 1."""
     best, out = math.inf, []
     for row in rows:
         best = min(best, of(row))

@@ -19,8 +19,15 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sys
 from collections import defaultdict
 from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from orchestrator.records import Role, read_journal  # noqa: E402
 
 # Points before this share of a plan are left out: the warm-up's first epochs swing most, and the
 # race judges nothing before a fifth (race.RUNG).
@@ -52,17 +59,6 @@ def envelope(rows: list[tuple], of) -> list[tuple[float, float]]:
     return out
 
 
-def value_at(curve: list[tuple[float, float]], progress: float) -> float:
-    """Linearly interpolated; held flat before the first point and after the last."""
-    previous = curve[0]
-    for p, v in curve:
-        if p >= progress:
-            p0, v0 = previous
-            return v0 + (v - v0) * (progress - p0) / (p - p0) if p > p0 else v
-        previous = (p, v)
-    return curve[-1][1]
-
-
 def ratios(points: list[tuple], base: list[tuple]) -> tuple[float, float]:
     """(score, loss): the contender's error (1 - score) and validation loss over the
     baseline's at equal progress, each side's running best, geometric mean weighted by progress
@@ -72,7 +68,8 @@ def ratios(points: list[tuple], base: list[tuple]) -> tuple[float, float]:
         baseline, logs = envelope(base, of), []
         for p, v in envelope(points, of):
             if p >= FROM:
-                logs.append((p, math.log(v / value_at(baseline, p))))
+                # linear between the baseline's points, held flat past its ends
+                logs.append((p, math.log(v / np.interp(p, *zip(*baseline)))))
         out.append(math.exp(sum(p * x for p, x in logs) / sum(p for p, _ in logs))
                    if logs else math.nan)
     return out[0], out[1]
@@ -82,20 +79,19 @@ def reads(length: Path) -> dict[str, dict[str, tuple[float, float, float]]]:
     """Per configuration (speed switches aside): per search, (progress at its last point,
     score ratio, loss ratio) of each race contender, against repeat-0's baseline."""
     first = next(length.glob("repeat-0/*/trials.jsonl")).parent
-    journal = [json.loads(line) for line in (first / "trials.jsonl").read_text().splitlines()]
+    finished, _ = read_journal(first / "trials.jsonl")
     baseline = validated(first / "mlflow-outbox.jsonl")[
-        next(r["trial_id"] for r in journal if r["role"] == "baseline")]
+        next(t for t, r in finished.items() if r.role == Role.BASELINE)]
     out: dict[str, dict] = defaultdict(dict)
     for outbox in sorted(length.glob("*/*/mlflow-outbox.jsonl")):
         seen = validated(outbox)
-        for line in (outbox.parent / "trials.jsonl").read_text().splitlines():
-            rec = json.loads(line)
-            points = seen.get(rec["trial_id"])
-            if rec["ended"] is None or rec["role"] != "trial" or not points:
+        finished, _ = read_journal(outbox.parent / "trials.jsonl")
+        for trial_id, rec in finished.items():
+            points = seen.get(trial_id)
+            if rec.role != Role.TRIAL or not points:
                 continue
-            knobs = rec["knobs"]
-            name = " ".join(f"{k}={knobs[k]}" for k in ("batch_size", "width", "patch_size",
-                                                          "precision") if k in knobs)
+            name = " ".join(f"{k}={rec.knobs[k]}" for k in ("batch_size", "width", "patch_size",
+                                                              "precision") if k in rec.knobs)
             score, loss = ratios(points, baseline)
             out[name][outbox.parent.parent.name] = (points[-1][0] / points[-1][1], score, loss)
     return out
